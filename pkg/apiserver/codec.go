@@ -1,0 +1,148 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/storage"
+)
+
+// MaxRequestBodyBytes is the largest body the server reads, as Kubernetes'
+// 3 MiB: anything bigger could not be stored in etcd anyway.
+const MaxRequestBodyBytes = 3 << 20
+
+// encodeStored renders obj for etcd. resourceVersion is not stored: it is
+// the key's ModRevision, filled in on every read.
+func encodeStored(obj runtime.Object) ([]byte, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	rv := m.GetResourceVersion()
+	m.SetResourceVersion("")
+	defer m.SetResourceVersion(rv)
+	return json.Marshal(obj)
+}
+
+// decodeStored reads a stored object back and stamps its resourceVersion.
+func decodeStored(res *registry.Resource, kv storage.KV) (runtime.Object, error) {
+	obj := res.New()
+	if err := json.Unmarshal(kv.Value, obj); err != nil {
+		return nil, fmt.Errorf("decode %s from storage: %w", kv.Key, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	m.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
+	return obj, nil
+}
+
+// readBody reads a request body within MaxRequestBodyBytes.
+func readBody(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxRequestBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", MaxRequestBodyBytes))
+		}
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
+	}
+	return data, nil
+}
+
+// bodyJSON returns the body as JSON whatever its Content-Type.
+func bodyJSON(r *http.Request, data []byte) ([]byte, error) {
+	ct := r.Header.Get("Content-Type")
+	mediaType := runtime.ContentTypeJSON
+	if ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return nil, unsupportedMediaType(ct)
+		}
+		mediaType = mt
+	}
+	switch mediaType {
+	case runtime.ContentTypeJSON:
+		return data, nil
+	case runtime.ContentTypeYAML, "application/x-yaml", "text/yaml":
+		js, err := yaml.YAMLToJSONStrict(data)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf: %v", err))
+		}
+		return js, nil
+	}
+	return nil, unsupportedMediaType(ct)
+}
+
+// fieldValidation is the ?fieldValidation= directive: what to do with
+// unknown or duplicated fields in a body.
+func fieldValidation(r *http.Request) (string, error) {
+	v := r.URL.Query().Get("fieldValidation")
+	switch v {
+	case "":
+		return metav1.FieldValidationWarn, nil
+	case metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict:
+		return v, nil
+	}
+	return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of %q, %q or %q, got %q",
+		metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict, v))
+}
+
+// decodeInto decodes a JSON object of gvk into into, applying the
+// fieldValidation directive. It returns warnings for the response header.
+func decodeInto(data []byte, gvk schema.GroupVersionKind, into runtime.Object, directive string) ([]string, error) {
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(data, &tm); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; json parse error: %v", err))
+	}
+	if tm.APIVersion != "" && tm.APIVersion != gvk.GroupVersion().String() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", tm.APIVersion, gvk.GroupVersion()))
+	}
+	if tm.Kind != "" && tm.Kind != gvk.Kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, gvk.Version, gvk.Kind, tm.Kind, gvk.Kind))
+	}
+	strictErrs, err := sigsjson.UnmarshalStrict(data, into, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
+	}
+	into.GetObjectKind().SetGroupVersionKind(gvk)
+	if len(strictErrs) == 0 || directive == metav1.FieldValidationIgnore {
+		return nil, nil
+	}
+	msgs := make([]string, 0, len(strictErrs))
+	for _, e := range strictErrs {
+		msgs = append(msgs, e.Error())
+	}
+	if directive == metav1.FieldValidationStrict {
+		return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+	}
+	return msgs, nil
+}
+
+func addWarnings(w http.ResponseWriter, warnings []string) {
+	for _, msg := range warnings {
+		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	}
+}
+
+func unsupportedMediaType(ct string) error {
+	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
+		fmt.Sprintf("the body of the request was in an unknown format (%s) - accepted media types include: application/json, application/yaml", ct), 0, false)
+}

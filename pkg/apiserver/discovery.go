@@ -1,0 +1,138 @@
+package apiserver
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/minik8s/minik8s/pkg/registry"
+)
+
+// KubernetesVersion is the Kubernetes API level minik8s speaks: the
+// version of the client libraries it is built and tested with.
+const KubernetesVersion = "v1.37.2"
+
+var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// discovery holds the discovery documents, built once from the table.
+type discovery struct {
+	groups    *metav1.APIGroupList
+	core      *metav1.APIVersions
+	resources map[schema.GroupVersion]*metav1.APIResourceList
+	byGroup   map[string]*metav1.APIGroup
+}
+
+func newDiscovery(table *registry.Table) *discovery {
+	d := &discovery{
+		groups:    &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}},
+		core:      &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}},
+		resources: map[schema.GroupVersion]*metav1.APIResourceList{},
+		byGroup:   map[string]*metav1.APIGroup{},
+	}
+	for _, gv := range table.GroupVersions() {
+		d.resources[gv] = &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
+		if gv.Group == "" {
+			continue
+		}
+		g, ok := d.byGroup[gv.Group]
+		if !ok {
+			g = &metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: gv.Group}
+			d.byGroup[gv.Group] = g
+		}
+		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+		g.Versions = append(g.Versions, v)
+		if g.PreferredVersion.Version == "" {
+			g.PreferredVersion = v
+		}
+	}
+	for _, r := range table.All {
+		list := d.resources[r.GroupVersion()]
+		list.APIResources = append(list.APIResources, metav1.APIResource{
+			Name: r.Resource, SingularName: r.Singular, Namespaced: r.Namespaced, Kind: r.Kind,
+			Verbs: allVerbs, ShortNames: r.ShortNames, Categories: r.Categories,
+		})
+		sub := func(name, kind, group, version string, verbs metav1.Verbs) {
+			list.APIResources = append(list.APIResources, metav1.APIResource{
+				Name: r.Resource + "/" + name, Namespaced: r.Namespaced, Kind: kind, Group: group, Version: version, Verbs: verbs,
+			})
+		}
+		if r.Status {
+			sub("status", r.Kind, "", "", metav1.Verbs{"get", "patch", "update"})
+		}
+		if r.Scale != nil {
+			sub("scale", "Scale", "autoscaling", "v1", metav1.Verbs{"get", "patch", "update"})
+		}
+		if r.Binding {
+			sub("binding", "Binding", "", "", metav1.Verbs{"create"})
+		}
+		if r.Kind == "Namespace" {
+			sub("finalize", "Namespace", "", "", metav1.Verbs{"update"})
+		}
+	}
+	names := make([]string, 0, len(d.byGroup))
+	for name := range d.byGroup {
+		names = append(names, name)
+	}
+	// Kubernetes lists its own groups first; ours (minik8s.io) after.
+	sort.SliceStable(names, func(i, j int) bool { return groupRank(names[i]) < groupRank(names[j]) })
+	for _, name := range names {
+		d.groups.Groups = append(d.groups.Groups, *d.byGroup[name])
+	}
+	return d
+}
+
+var groupOrder = []string{"apps", "events.k8s.io", "autoscaling", "batch", "networking.k8s.io", "storage.k8s.io", "coordination.k8s.io", "discovery.k8s.io"}
+
+func groupRank(g string) int {
+	for i, name := range groupOrder {
+		if name == g {
+			return i
+		}
+	}
+	return len(groupOrder) + int(strings.Count(g, "."))
+}
+
+// serveDiscovery answers /api, /api/v1, /apis, /apis/{g} and /apis/{g}/{v}.
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
+	parts := splitPath(r.URL.Path)
+	switch {
+	case len(parts) == 1 && parts[0] == "api":
+		writeJSON(w, http.StatusOK, s.discovery.core)
+	case len(parts) == 2 && parts[0] == "api":
+		list, ok := s.discovery.resources[schema.GroupVersion{Version: parts[1]}]
+		if !ok {
+			return false
+		}
+		writeJSON(w, http.StatusOK, list)
+	case len(parts) == 1 && parts[0] == "apis":
+		writeJSON(w, http.StatusOK, s.discovery.groups)
+	case len(parts) == 2 && parts[0] == "apis":
+		g, ok := s.discovery.byGroup[parts[1]]
+		if !ok {
+			return false
+		}
+		writeJSON(w, http.StatusOK, g)
+	case len(parts) == 3 && parts[0] == "apis":
+		list, ok := s.discovery.resources[schema.GroupVersion{Group: parts[1], Version: parts[2]}]
+		if !ok {
+			return false
+		}
+		writeJSON(w, http.StatusOK, list)
+	default:
+		return false
+	}
+	return true
+}
+
+func versionInfo() version.Info {
+	v := strings.TrimPrefix(KubernetesVersion, "v")
+	parts := strings.SplitN(v, ".", 3)
+	return version.Info{
+		Major: parts[0], Minor: parts[1], GitVersion: KubernetesVersion + "+minik8s",
+		GitTreeState: "clean", GoVersion: goVersion(), Compiler: "gc", Platform: platform(),
+	}
+}

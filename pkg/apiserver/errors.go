@@ -1,0 +1,72 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/minik8s/minik8s/pkg/storage"
+)
+
+// statusFor turns any error into the metav1.Status a client receives.
+// Errors that are not already API errors become 500s; their text is kept
+// because it is what an operator needs to debug.
+func statusFor(err error) *metav1.Status {
+	var api apierrors.APIStatus
+	if errors.As(err, &api) {
+		s := api.Status()
+		return &s
+	}
+	if errors.Is(err, storage.ErrCompacted) {
+		return statusFor(apierrors.NewResourceExpired(err.Error()))
+	}
+	return statusFor(apierrors.NewInternalError(err))
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	s := statusFor(err)
+	s.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}
+	code := int(s.Code)
+	if code == 0 {
+		code = http.StatusInternalServerError
+	}
+	writeJSON(w, code, s)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("encode response: %w", err))
+		http.Error(w, "encode response", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+	_, _ = w.Write([]byte("\n"))
+}
+
+// storageError maps a storage error for resource gr / name onto an API error.
+func storageError(err error, gr schema.GroupResource, name string) error {
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, storage.ErrExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, storage.ErrConflict):
+		return apierrors.NewConflict(gr, name, errors.New(conflictMessage))
+	case errors.Is(err, storage.ErrCompacted):
+		return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+	case errors.Is(err, storage.ErrFutureRevision):
+		return apierrors.NewTimeoutError("Too large resource version", 1)
+	}
+	return err
+}
+
+const conflictMessage = "the object has been modified; please apply your changes to the latest version and try again"

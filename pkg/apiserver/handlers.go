@@ -1,0 +1,503 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/minik8s/minik8s/pkg/registry"
+)
+
+// serveResource dispatches a resource request to its verb.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
+	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
+	res, ok := s.table.Lookup(gvr)
+	if !ok || (!res.Namespaced && info.Namespace != "") || (info.Verb == "create" && info.Name != "" && info.Subresource == "") {
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, ""))
+		return
+	}
+	if res.Namespaced && info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, ""))
+		return
+	}
+	var err error
+	switch info.Subresource {
+	case "":
+		err = s.serveMain(w, r, res, info)
+	case "status":
+		err = s.serveStatus(w, r, res, info, statusResource)
+	case "finalize":
+		if res.Kind != "Namespace" || info.Verb != "update" {
+			err = methodNotAllowed(info)
+		} else {
+			err = s.serveStatus(w, r, res, info, finalizeResource)
+		}
+	case "scale":
+		if res.Scale == nil {
+			err = apierrors.NewNotFound(schema.GroupResource{}, "")
+		} else {
+			err = s.serveScale(w, r, res, info)
+		}
+	case "binding":
+		if !res.Binding || info.Verb != "create" {
+			err = apierrors.NewNotFound(schema.GroupResource{}, "")
+		} else {
+			err = s.serveBinding(w, r, res, info)
+		}
+	default:
+		err = apierrors.NewNotFound(schema.GroupResource{}, "")
+	}
+	if err != nil {
+		writeError(w, err)
+	}
+}
+
+func methodNotAllowed(info requestInfo) error {
+	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.Group, Resource: info.Resource}, info.Verb)
+}
+
+func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+	ctx := r.Context()
+	switch info.Verb {
+	case "get":
+		out, err := negotiate(s.codecs, r.Header.Get("Accept"), true)
+		if err != nil {
+			return err
+		}
+		obj, _, err := s.get(ctx, res, info.Namespace, info.Name)
+		if err != nil {
+			return err
+		}
+		rendered, err := s.render(res, out, obj, nil, tableOptionsFrom(r))
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, out, rendered)
+		return nil
+	case "list":
+		out, err := negotiate(s.codecs, r.Header.Get("Accept"), true)
+		if err != nil {
+			return err
+		}
+		opts, err := s.listOptions(r)
+		if err != nil {
+			return err
+		}
+		lr, err := s.list(ctx, res, info.Namespace, opts)
+		if err != nil {
+			return err
+		}
+		rendered, err := s.render(res, out, nil, lr, tableOptionsFrom(r))
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, out, rendered)
+		return nil
+	case "watch":
+		return s.serveWatch(w, r, res, info)
+	case "create":
+		out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+		if err != nil {
+			return err
+		}
+		wo, err := writeOptionsFrom(r)
+		if err != nil {
+			return err
+		}
+		obj := res.New()
+		warnings, err := s.decodeRequest(r, res.GroupVersionKind(), obj)
+		if err != nil {
+			return err
+		}
+		created, err := s.create(ctx, res, info.Namespace, obj, wo)
+		if err != nil {
+			return err
+		}
+		addWarnings(w, warnings)
+		encode(w, http.StatusCreated, out, created)
+		return nil
+	case "update":
+		return s.serveUpdate(w, r, res, info, mainResource)
+	case "patch":
+		return s.servePatch(w, r, res, info, mainResource)
+	case "delete":
+		out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+		if err != nil {
+			return err
+		}
+		opts, err := s.deleteOptionsFrom(r)
+		if err != nil {
+			return err
+		}
+		obj, err := s.deleteObject(ctx, res, info.Namespace, info.Name, opts)
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, out, obj)
+		return nil
+	case "deletecollection":
+		out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+		if err != nil {
+			return err
+		}
+		opts, err := s.deleteOptionsFrom(r)
+		if err != nil {
+			return err
+		}
+		lopts, err := s.listOptions(r)
+		if err != nil {
+			return err
+		}
+		lr, err := s.list(ctx, res, info.Namespace, lopts)
+		if err != nil {
+			return err
+		}
+		deleted := &listResult{revision: lr.revision}
+		for _, it := range lr.items {
+			m, _ := meta.Accessor(it)
+			obj, err := s.deleteObject(ctx, res, m.GetNamespace(), m.GetName(), opts)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			deleted.items = append(deleted.items, obj)
+		}
+		list, err := listObject(res, deleted)
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, out, list)
+		return nil
+	}
+	return methodNotAllowed(info)
+}
+
+// decodeRequest reads the body into obj of kind gvk, honouring ?fieldValidation.
+func (s *Server) decodeRequest(r *http.Request, gvk schema.GroupVersionKind, obj runtime.Object) ([]string, error) {
+	directive, err := fieldValidation(r)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	js, err := s.bodyJSON(r, data, gvk)
+	if err != nil {
+		return nil, err
+	}
+	return decodeInto(js, gvk, obj, directive)
+}
+
+func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, sub subresource) error {
+	out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+	if err != nil {
+		return err
+	}
+	wo, err := writeOptionsFrom(r)
+	if err != nil {
+		return err
+	}
+	desired := res.New()
+	warnings, err := s.decodeRequest(r, res.GroupVersionKind(), desired)
+	if err != nil {
+		return err
+	}
+	obj, err := s.update(r.Context(), res, info.Namespace, info.Name, sub, func(runtime.Object) (runtime.Object, error) {
+		return desired.DeepCopyObject(), nil
+	}, wo)
+	if err != nil {
+		return err
+	}
+	addWarnings(w, warnings)
+	encode(w, http.StatusOK, out, obj)
+	return nil
+}
+
+func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, sub subresource) error {
+	out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+	if err != nil {
+		return err
+	}
+	wo, err := writeOptionsFrom(r)
+	if err != nil {
+		return err
+	}
+	directive, err := fieldValidation(r)
+	if err != nil {
+		return err
+	}
+	patch, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	pt := types.PatchType(mediaTypeOf(r.Header.Get("Content-Type")))
+	var warnings []string
+	obj, err := s.update(r.Context(), res, info.Namespace, info.Name, sub, func(current runtime.Object) (runtime.Object, error) {
+		patched, err := applyPatch(pt, current, patch)
+		if err != nil {
+			return nil, err
+		}
+		desired := res.New()
+		if warnings, err = decodeInto(patched, res.GroupVersionKind(), desired, directive); err != nil {
+			return nil, err
+		}
+		return desired, nil
+	}, wo)
+	if err != nil {
+		return err
+	}
+	addWarnings(w, warnings)
+	encode(w, http.StatusOK, out, obj)
+	return nil
+}
+
+// serveStatus serves GET/PUT/PATCH on /status and PUT on /finalize.
+func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, sub subresource) error {
+	if !res.Status && sub == statusResource {
+		return apierrors.NewNotFound(schema.GroupResource{}, "")
+	}
+	switch info.Verb {
+	case "get":
+		out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+		if err != nil {
+			return err
+		}
+		obj, _, err := s.get(r.Context(), res, info.Namespace, info.Name)
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, out, obj)
+		return nil
+	case "update":
+		return s.serveUpdate(w, r, res, info, sub)
+	case "patch":
+		return s.servePatch(w, r, res, info, sub)
+	}
+	return methodNotAllowed(info)
+}
+
+// serveScale serves autoscaling/v1 Scale for resources with replicas.
+func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+	out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	scaleGVK := autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+	var mutate mutateFunc
+	switch info.Verb {
+	case "get":
+		obj, _, err := s.get(ctx, res, info.Namespace, info.Name)
+		if err != nil {
+			return err
+		}
+		scale, err := registry.ScaleOf(res, obj)
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, out, scale)
+		return nil
+	case "update":
+		desired := &autoscalingv1.Scale{}
+		if _, err := s.decodeRequest(r, scaleGVK, desired); err != nil {
+			return err
+		}
+		mutate = func(current runtime.Object) (runtime.Object, error) {
+			return applyScale(res, current, desired)
+		}
+	case "patch":
+		patch, err := readBody(r)
+		if err != nil {
+			return err
+		}
+		pt := types.PatchType(mediaTypeOf(r.Header.Get("Content-Type")))
+		mutate = func(current runtime.Object) (runtime.Object, error) {
+			scale, err := registry.ScaleOf(res, current)
+			if err != nil {
+				return nil, err
+			}
+			patched, err := applyPatch(pt, scale, patch)
+			if err != nil {
+				return nil, err
+			}
+			desired := &autoscalingv1.Scale{}
+			if _, err := decodeInto(patched, scaleGVK, desired, metav1.FieldValidationStrict); err != nil {
+				return nil, err
+			}
+			return applyScale(res, current, desired)
+		}
+	default:
+		return methodNotAllowed(info)
+	}
+	wo, err := writeOptionsFrom(r)
+	if err != nil {
+		return err
+	}
+	obj, err := s.update(ctx, res, info.Namespace, info.Name, mainResource, mutate, wo)
+	if err != nil {
+		return err
+	}
+	scale, err := registry.ScaleOf(res, obj)
+	if err != nil {
+		return err
+	}
+	encode(w, http.StatusOK, out, scale)
+	return nil
+}
+
+func applyScale(res *registry.Resource, current runtime.Object, scale *autoscalingv1.Scale) (runtime.Object, error) {
+	if scale.Spec.Replicas < 0 {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.replicas: Invalid value: %d: must be greater than or equal to 0", scale.Spec.Replicas))
+	}
+	m, _ := meta.Accessor(current)
+	if scale.Name != "" && scale.Name != m.GetName() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, m.GetName()))
+	}
+	m.SetResourceVersion(scale.ResourceVersion)
+	res.Scale.Set(current, scale.Spec.Replicas)
+	return current, nil
+}
+
+// serveBinding assigns a pod to a node, once, as the scheduler does.
+func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+	binding := &corev1.Binding{}
+	if _, err := s.decodeRequest(r, corev1.SchemeGroupVersion.WithKind("Binding"), binding); err != nil {
+		return err
+	}
+	if binding.Target.Name == "" {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, binding.Name, nil)
+	}
+	wo, err := writeOptionsFrom(r)
+	if err != nil {
+		return err
+	}
+	_, err = s.update(r.Context(), res, info.Namespace, info.Name, mainResource, func(current runtime.Object) (runtime.Object, error) {
+		pod := current.(*corev1.Pod)
+		if pod.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(res.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(res.GroupResource(), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+		}
+		if binding.UID != "" && binding.UID != pod.UID {
+			return nil, apierrors.NewConflict(res.GroupResource(), pod.Name, fmt.Errorf("precondition failed: UID in binding %s does not match the pod's %s", binding.UID, pod.UID))
+		}
+		pod.Spec.NodeName = binding.Target.Name
+		for k, v := range binding.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{
+			Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(s.now()),
+		})
+		pod.ResourceVersion = binding.ResourceVersion
+		return pod, nil
+	}, wo)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	return nil
+}
+
+func tableOptionsFrom(r *http.Request) tableOptions {
+	return tableOptions{includeObject: metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject"))}
+}
+
+func writeOptionsFrom(r *http.Request) (writeOptions, error) {
+	var wo writeOptions
+	for _, v := range r.URL.Query()["dryRun"] {
+		if v != metav1.DryRunAll {
+			return wo, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q, the only supported value is %q", v, metav1.DryRunAll))
+		}
+		wo.dryRun = true
+	}
+	return wo, nil
+}
+
+// deleteOptionsFrom reads DeleteOptions from the body (kubectl, client-go)
+// or from query parameters (curl).
+func (s *Server) deleteOptionsFrom(r *http.Request) (deleteOptions, error) {
+	wo, err := writeOptionsFrom(r)
+	if err != nil {
+		return deleteOptions{}, err
+	}
+	opts := deleteOptions{writeOptions: wo}
+	var do metav1.DeleteOptions
+	data, err := readBody(r)
+	if err != nil {
+		return opts, err
+	}
+	if len(data) > 0 {
+		var err error
+		if mediaTypeOf(r.Header.Get("Content-Type")) == runtime.ContentTypeProtobuf {
+			_, _, err = s.codecs.UniversalDeserializer().Decode(data, nil, &do)
+		} else {
+			err = json.Unmarshal(data, &do)
+		}
+		if err != nil {
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid DeleteOptions: %v", err))
+		}
+	}
+	q := r.URL.Query()
+	if v := q.Get("propagationPolicy"); v != "" {
+		p := metav1.DeletionPropagation(v)
+		do.PropagationPolicy = &p
+	}
+	if v := q.Get("gracePeriodSeconds"); v != "" {
+		var g int64
+		if _, err := fmt.Sscan(v, &g); err != nil {
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", v))
+		}
+		do.GracePeriodSeconds = &g
+	}
+	if len(do.DryRun) > 0 {
+		opts.dryRun = true
+	}
+	opts.grace = do.GracePeriodSeconds
+	opts.preconditions = do.Preconditions
+	if do.OrphanDependents != nil && do.PropagationPolicy == nil {
+		p := metav1.DeletePropagationBackground
+		if *do.OrphanDependents {
+			p = metav1.DeletePropagationOrphan
+		}
+		do.PropagationPolicy = &p
+	}
+	if do.PropagationPolicy != nil {
+		switch p := *do.PropagationPolicy; p {
+		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
+			opts.propagation = p
+		default:
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("propagationPolicy: Unsupported value: %q: supported values: \"Foreground\", \"Background\", \"Orphan\"", p))
+		}
+	}
+	return opts, nil
+}
+
+// listOptions reads the list and watch query parameters.
+func (s *Server) listOptions(r *http.Request) (*metav1.ListOptions, error) {
+	opts := &metav1.ListOptions{}
+	if err := clientgoscheme.ParameterCodec.DecodeParameters(r.URL.Query(), schema.GroupVersion{Version: "v1"}, opts); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid list options: %v", err))
+	}
+	if opts.Limit < 0 {
+		return nil, apierrors.NewBadRequest("limit must not be negative")
+	}
+	return opts, nil
+}

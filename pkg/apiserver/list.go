@@ -1,0 +1,163 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/storage"
+)
+
+// selection is a parsed label and field selector for one resource.
+type selection struct {
+	labels labels.Selector
+	fields fields.Selector
+}
+
+func (s selection) empty() bool { return s.labels.Empty() && s.fields.Empty() }
+
+func (s selection) matches(res *registry.Resource, obj runtime.Object) bool {
+	if s.empty() {
+		return true
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	if !s.labels.Matches(labels.Set(m.GetLabels())) {
+		return false
+	}
+	return s.fields.Empty() || s.fields.Matches(res.Fields(obj, m.GetName(), m.GetNamespace()))
+}
+
+// parseSelection validates selectors against the fields the resource supports.
+func parseSelection(res *registry.Resource, opts *metav1.ListOptions) (selection, error) {
+	ls, err := labels.Parse(opts.LabelSelector)
+	if err != nil {
+		return selection{}, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+	}
+	fs, err := fields.ParseSelector(opts.FieldSelector)
+	if err != nil {
+		return selection{}, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+	}
+	known := res.Fields(res.New(), "", "")
+	for _, req := range fs.Requirements() {
+		if _, ok := known[req.Field]; !ok {
+			return selection{}, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+	}
+	return selection{labels: ls, fields: fs}, nil
+}
+
+// continueToken is the opaque ?continue= value: where the next page starts
+// and the snapshot revision every page is read at.
+type continueToken struct {
+	APIVersion string `json:"v"`
+	Revision   int64  `json:"rv"`
+	StartKey   string `json:"start"`
+}
+
+func encodeContinue(rev int64, nextKey, prefix string) string {
+	data, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", Revision: rev, StartKey: nextKey[len(prefix):]})
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+func decodeContinue(token, prefix string) (continueToken, error) {
+	var ct continueToken
+	data, err := base64.RawURLEncoding.DecodeString(token)
+	if err == nil {
+		err = json.Unmarshal(data, &ct)
+	}
+	if err != nil || ct.APIVersion != "meta.k8s.io/v1" || ct.Revision <= 0 {
+		return ct, apierrors.NewBadRequest("continue key is not valid")
+	}
+	ct.StartKey = prefix + ct.StartKey
+	return ct, nil
+}
+
+// listResult is one page of matching objects.
+type listResult struct {
+	items    []runtime.Object
+	revision int64
+	cont     string
+}
+
+// list reads a page of objects under ns (all namespaces when empty),
+// filling it up to limit matching items like Kubernetes does.
+func (s *Server) list(ctx context.Context, res *registry.Resource, ns string, opts *metav1.ListOptions) (*listResult, error) {
+	sel, err := parseSelection(res, opts)
+	if err != nil {
+		return nil, err
+	}
+	prefix := listPrefix(res, ns)
+	var readOpts storage.ListOptions
+	if opts.Continue != "" {
+		ct, err := decodeContinue(opts.Continue, prefix)
+		if err != nil {
+			return nil, err
+		}
+		readOpts.StartKey, readOpts.Revision = ct.StartKey, ct.Revision
+	} else if opts.ResourceVersion != "" && opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+		rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+		if err != nil || rv <= 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", opts.ResourceVersion))
+		}
+		readOpts.Revision = rv
+	}
+	out := &listResult{}
+	for {
+		readOpts.Limit = 0
+		if opts.Limit > 0 {
+			readOpts.Limit = opts.Limit - int64(len(out.items))
+		}
+		page, err := s.store.List(ctx, prefix, readOpts)
+		if err != nil {
+			return nil, storageError(err, res.GroupResource(), "")
+		}
+		out.revision = page.Revision
+		readOpts.Revision = page.Revision
+		for _, kv := range page.KVs {
+			obj, err := decodeStored(res, kv)
+			if err != nil {
+				return nil, err
+			}
+			if sel.matches(res, obj) {
+				out.items = append(out.items, obj)
+			}
+		}
+		if !page.More || len(page.KVs) == 0 {
+			return out, nil
+		}
+		next := page.KVs[len(page.KVs)-1].Key + "\x00"
+		if int64(len(out.items)) >= opts.Limit {
+			out.cont = encodeContinue(page.Revision, next, prefix)
+			return out, nil
+		}
+		readOpts.StartKey = next
+	}
+}
+
+// listObject wraps items in the resource's typed list.
+func listObject(res *registry.Resource, r *listResult) (runtime.Object, error) {
+	list := res.NewList()
+	if err := meta.SetList(list, r.items); err != nil {
+		return nil, err
+	}
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, err
+	}
+	lm.SetResourceVersion(strconv.FormatInt(r.revision, 10))
+	lm.SetContinue(r.cont)
+	return list, nil
+}

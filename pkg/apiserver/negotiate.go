@@ -1,0 +1,92 @@
+package apiserver
+
+import (
+	"bytes"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+)
+
+// outputKind is what the client asked the server to render.
+type outputKind int
+
+const (
+	outputObject outputKind = iota
+	outputTable
+	outputMetadata // PartialObjectMetadata(List)
+)
+
+// output is the negotiated response form.
+type output struct {
+	kind outputKind
+	info runtime.SerializerInfo
+}
+
+// negotiate picks the first acceptable media type from Accept, the way
+// Kubernetes does: as=Table and as=PartialObjectMetadata[List] in group
+// meta.k8s.io select transformed output; plain types select the encoding.
+func negotiate(codecs serializer.CodecFactory, accept string, allowTransform bool) (output, error) {
+	if strings.TrimSpace(accept) == "" {
+		accept = "application/json"
+	}
+	supported := codecs.SupportedMediaTypes()
+	for _, clause := range strings.Split(accept, ",") {
+		mediaType, params, err := mime.ParseMediaType(strings.TrimSpace(clause))
+		if err != nil {
+			continue
+		}
+		kind := outputObject
+		if as := params["as"]; as != "" {
+			if !allowTransform || params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") {
+				continue
+			}
+			switch as {
+			case "Table":
+				kind = outputTable
+			case "PartialObjectMetadata", "PartialObjectMetadataList":
+				kind = outputMetadata
+			default:
+				continue
+			}
+		}
+		if mediaType == "*/*" || mediaType == "application/*" {
+			mediaType = runtime.ContentTypeJSON
+		}
+		for _, info := range supported {
+			if info.MediaType != mediaType {
+				continue
+			}
+			if kind != outputObject && mediaType == runtime.ContentTypeProtobuf {
+				break // tables and metadata are served as JSON or YAML only
+			}
+			return output{kind: kind, info: info}, nil
+		}
+	}
+	return output{}, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "", fmt.Sprintf("only the following media types are accepted: %s", strings.Join(mediaTypes(codecs), ", ")), 0, false)
+}
+
+func mediaTypes(codecs serializer.CodecFactory) []string {
+	var out []string
+	for _, info := range codecs.SupportedMediaTypes() {
+		out = append(out, info.MediaType)
+	}
+	return out
+}
+
+// encode writes obj in the negotiated media type.
+func encode(w http.ResponseWriter, code int, out output, obj runtime.Object) {
+	var buf bytes.Buffer
+	if err := out.info.Serializer.Encode(obj, &buf); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", out.info.MediaType)
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}

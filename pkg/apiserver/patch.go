@@ -1,0 +1,66 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+func mediaTypeOf(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return ct
+	}
+	return mt
+}
+
+// applyPatch applies a JSON patch, JSON merge patch or strategic merge
+// patch to current and returns the patched JSON.
+func applyPatch(pt types.PatchType, current runtime.Object, patch []byte) ([]byte, error) {
+	original, err := json.Marshal(current)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	switch pt {
+	case types.JSONPatchType:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
+		}
+		out, err = p.Apply(original)
+		if err != nil {
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", schema.GroupResource{}, "",
+				fmt.Sprintf("the server rejected our request due to an error in our request: %v", err), 0, false)
+		}
+	case types.MergePatchType:
+		out, err = jsonpatch.MergePatch(original, patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON merge patch: %v", err))
+		}
+	case types.StrategicMergePatchType:
+		var patchMap map[string]any
+		if err := json.Unmarshal(patch, &patchMap); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid strategic merge patch: %v", err))
+		}
+		out, err = strategicpatch.StrategicMergePatch(original, patch, current)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to apply strategic merge patch: %v", err))
+		}
+	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schema.GroupResource{}, "",
+			"server-side apply is not supported by minik8s yet; use client-side `kubectl apply` (the default)", 0, false)
+	default:
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schema.GroupResource{}, "",
+			fmt.Sprintf("the body of the request was in an unknown format (%s) - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json", pt), 0, false)
+	}
+	return out, nil
+}

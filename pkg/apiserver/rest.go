@@ -1,0 +1,440 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"reflect"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/defaults"
+	"github.com/minik8s/minik8s/pkg/registry/validation"
+	"github.com/minik8s/minik8s/pkg/storage"
+)
+
+// maxUpdateRetries bounds the read-mutate-write loop of unconditional
+// updates racing with other writers.
+const maxUpdateRetries = 16
+
+func keyPrefix(res *registry.Resource) string { return "/registry/" + res.Resource + "/" }
+
+func objectKey(res *registry.Resource, ns, name string) string {
+	if res.Namespaced {
+		return keyPrefix(res) + ns + "/" + name
+	}
+	return keyPrefix(res) + name
+}
+
+func listPrefix(res *registry.Resource, ns string) string {
+	if res.Namespaced && ns != "" {
+		return keyPrefix(res) + ns + "/"
+	}
+	return keyPrefix(res)
+}
+
+// get reads one object.
+func (s *Server) get(ctx context.Context, res *registry.Resource, ns, name string) (runtime.Object, *storage.KV, error) {
+	kv, err := s.store.Get(ctx, objectKey(res, ns, name))
+	if err != nil {
+		return nil, nil, storageError(err, res.GroupResource(), name)
+	}
+	obj, err := decodeStored(res, *kv)
+	return obj, kv, err
+}
+
+// writeOptions carry the query parameters every write honours.
+type writeOptions struct {
+	dryRun bool
+}
+
+// create stores a new object: metadata set by the server, defaults,
+// validation, then a create-if-absent write.
+func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, obj runtime.Object, opts writeOptions) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if res.Namespaced {
+		if m.GetNamespace() == "" {
+			m.SetNamespace(ns)
+		} else if m.GetNamespace() != ns {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		if err := s.namespaceAcceptsContent(ctx, ns); err != nil {
+			return nil, err
+		}
+	} else {
+		m.SetNamespace("")
+	}
+	if m.GetResourceVersion() != "" {
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + randomSuffix())
+	}
+	m.SetUID(uuid.NewUUID())
+	m.SetCreationTimestamp(metav1.NewTime(s.now()))
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetSelfLink("")
+	if res.NoGeneration {
+		m.SetGeneration(0)
+	} else {
+		m.SetGeneration(1)
+	}
+	if res.Status && res.Kind != "Node" {
+		// Status is the controllers' to write; a new object starts without one.
+		resetField(obj, "Status")
+	}
+	defaults.Default(obj)
+	if res.PrepareForCreate != nil {
+		res.PrepareForCreate(obj)
+	}
+	if errs := validation.Validate(obj, res.Namespaced); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), m.GetName(), errs)
+	}
+	data, err := encodeStored(obj)
+	if err != nil {
+		return nil, err
+	}
+	if opts.dryRun {
+		return obj, nil
+	}
+	rev, err := s.store.Create(ctx, objectKey(res, m.GetNamespace(), m.GetName()), data)
+	if err != nil {
+		return nil, storageError(err, res.GroupResource(), m.GetName())
+	}
+	m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
+}
+
+// namespaceAcceptsContent is Kubernetes' namespace lifecycle admission:
+// no objects in a namespace that does not exist or is being deleted.
+func (s *Server) namespaceAcceptsContent(ctx context.Context, ns string) error {
+	nsRes, ok := s.table.Lookup(corev1.SchemeGroupVersion.WithResource("namespaces"))
+	if !ok {
+		return nil
+	}
+	obj, _, err := s.get(ctx, nsRes, "", ns)
+	if err != nil {
+		return err
+	}
+	if n := obj.(*corev1.Namespace); n.Status.Phase == corev1.NamespaceTerminating {
+		return apierrors.NewForbidden(corev1.Resource("namespaces"), ns,
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+	}
+	return nil
+}
+
+// mutateFunc turns the current object into the desired one. A
+// resourceVersion on the result is a precondition; none means "whatever is
+// current", and the mutation is retried on conflict.
+type mutateFunc func(current runtime.Object) (runtime.Object, error)
+
+// subresource names the part of an object a write may change.
+type subresource string
+
+const (
+	mainResource   subresource = ""
+	statusResource subresource = "status"
+	// finalizeResource is the namespace's spec.finalizers.
+	finalizeResource subresource = "finalize"
+)
+
+// update is the read-mutate-write loop shared by PUT, PATCH and the
+// subresources. It writes nothing when the result equals the current object.
+func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name string, sub subresource, mutate mutateFunc, opts writeOptions) (runtime.Object, error) {
+	key := objectKey(res, ns, name)
+	for attempt := 0; ; attempt++ {
+		current, kv, err := s.get(ctx, res, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		desired, err := mutate(current.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		dm, err := meta.Accessor(desired)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if dm.GetName() != name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", dm.GetName(), name))
+		}
+		if res.Namespaced && dm.GetNamespace() != "" && dm.GetNamespace() != ns {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		precondition := dm.GetResourceVersion()
+		if precondition != "" && precondition != strconv.FormatInt(kv.ModRevision, 10) {
+			return nil, apierrors.NewConflict(res.GroupResource(), name, errors.New(conflictMessage))
+		}
+		obj, err := s.prepareUpdate(res, desired, current, sub)
+		if err != nil {
+			return nil, err
+		}
+		om, _ := meta.Accessor(obj)
+		data, err := encodeStored(obj)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Equal(data, kv.Value) {
+			return current, nil
+		}
+		if opts.dryRun {
+			return obj, nil
+		}
+		if om.GetDeletionTimestamp() != nil && !s.mustWaitForDeletion(res, obj) {
+			_, err := s.store.Delete(ctx, key, kv.ModRevision)
+			if err == nil {
+				return obj, nil
+			}
+			if errors.Is(err, storage.ErrConflict) && precondition == "" && attempt < maxUpdateRetries {
+				continue
+			}
+			return nil, storageError(err, res.GroupResource(), name)
+		}
+		rev, err := s.store.Update(ctx, key, data, kv.ModRevision)
+		if errors.Is(err, storage.ErrConflict) && precondition == "" && attempt < maxUpdateRetries {
+			continue
+		}
+		if err != nil {
+			return nil, storageError(err, res.GroupResource(), name)
+		}
+		om.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return obj, nil
+	}
+}
+
+// prepareUpdate keeps what a client may not change, applies the
+// subresource's rules, defaults and validates.
+func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.Object, sub subresource) (runtime.Object, error) {
+	var obj runtime.Object
+	switch sub {
+	case statusResource:
+		// Only status moves; spec and metadata stay as stored.
+		obj = current.DeepCopyObject()
+		copyField(obj, desired, "Status")
+	case finalizeResource:
+		obj = current.DeepCopyObject()
+		copyField(obj, desired, "Spec")
+	default:
+		obj = desired
+		if res.Status {
+			copyField(obj, current, "Status")
+		}
+	}
+	om, _ := meta.Accessor(obj)
+	cm, _ := meta.Accessor(current)
+	om.SetNamespace(cm.GetNamespace())
+	om.SetUID(cm.GetUID())
+	om.SetCreationTimestamp(cm.GetCreationTimestamp())
+	om.SetDeletionTimestamp(cm.GetDeletionTimestamp())
+	om.SetDeletionGracePeriodSeconds(cm.GetDeletionGracePeriodSeconds())
+	om.SetGenerateName(orDefault(om.GetGenerateName(), cm.GetGenerateName()))
+	om.SetSelfLink("")
+	om.SetResourceVersion(cm.GetResourceVersion())
+	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+	defaults.Default(obj)
+	if errs := validation.ValidateUpdate(obj, current, res.Namespaced); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), om.GetName(), errs)
+	}
+	if cm.GetDeletionTimestamp() != nil && len(om.GetFinalizers()) > len(cm.GetFinalizers()) && !subset(om.GetFinalizers(), cm.GetFinalizers()) {
+		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), om.GetName(), field.ErrorList{
+			field.Forbidden(field.NewPath("metadata", "finalizers"), "no new finalizers can be added if the object is being deleted"),
+		})
+	}
+	om.SetGeneration(cm.GetGeneration())
+	if !res.NoGeneration && !apiequality.Semantic.DeepEqual(specOf(obj), specOf(current)) {
+		om.SetGeneration(cm.GetGeneration() + 1)
+	}
+	return obj, nil
+}
+
+// mustWaitForDeletion says whether something other than metadata.finalizers
+// still holds an object that is being deleted.
+func (s *Server) mustWaitForDeletion(res *registry.Resource, obj runtime.Object) bool {
+	m, _ := meta.Accessor(obj)
+	if len(m.GetFinalizers()) > 0 {
+		return true
+	}
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		return len(ns.Spec.Finalizers) > 0
+	}
+	return false
+}
+
+// deleteOptions are the parts of metav1.DeleteOptions the server acts on.
+type deleteOptions struct {
+	writeOptions
+	grace         *int64
+	propagation   metav1.DeletionPropagation
+	preconditions *metav1.Preconditions
+}
+
+// deleteObject deletes at once, or marks the object for deletion when
+// finalizers, graceful termination or a namespace's content hold it.
+func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, name string, opts deleteOptions) (runtime.Object, error) {
+	key := objectKey(res, ns, name)
+	for attempt := 0; ; attempt++ {
+		obj, kv, err := s.get(ctx, res, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		m, _ := meta.Accessor(obj)
+		if p := opts.preconditions; p != nil {
+			if p.UID != nil && *p.UID != m.GetUID() {
+				return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+				return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
+			}
+		}
+		changed := false
+		switch opts.propagation {
+		case metav1.DeletePropagationOrphan:
+			changed = addFinalizer(m, metav1.FinalizerOrphanDependents) || changed
+		case metav1.DeletePropagationForeground:
+			changed = addFinalizer(m, metav1.FinalizerDeleteDependents) || changed
+		}
+		grace, graceful := int64(0), false
+		if res.GracefulDelete != nil {
+			grace, graceful = res.GracefulDelete(obj, opts.grace)
+		}
+		if n, ok := obj.(*corev1.Namespace); ok && n.Status.Phase != corev1.NamespaceTerminating {
+			n.Status.Phase = corev1.NamespaceTerminating
+			changed = true
+		}
+		if graceful || s.mustWaitForDeletion(res, obj) {
+			if m.GetDeletionTimestamp() == nil {
+				now := metav1.NewTime(s.now().Add(secondsDuration(grace)))
+				m.SetDeletionTimestamp(&now)
+				m.SetDeletionGracePeriodSeconds(&grace)
+				if !res.NoGeneration {
+					m.SetGeneration(m.GetGeneration() + 1)
+				}
+				changed = true
+			} else if cur := m.GetDeletionGracePeriodSeconds(); graceful && cur != nil && grace < *cur {
+				// A shorter grace period may be requested while terminating.
+				shorter := metav1.NewTime(s.now().Add(secondsDuration(grace)))
+				m.SetDeletionTimestamp(&shorter)
+				m.SetDeletionGracePeriodSeconds(&grace)
+				changed = true
+			}
+			if !changed || opts.dryRun {
+				return obj, nil
+			}
+			data, err := encodeStored(obj)
+			if err != nil {
+				return nil, err
+			}
+			rev, err := s.store.Update(ctx, key, data, kv.ModRevision)
+			if errors.Is(err, storage.ErrConflict) && attempt < maxUpdateRetries {
+				continue
+			}
+			if err != nil {
+				return nil, storageError(err, res.GroupResource(), name)
+			}
+			m.SetResourceVersion(strconv.FormatInt(rev, 10))
+			return obj, nil
+		}
+		if opts.dryRun {
+			return obj, nil
+		}
+		if _, err := s.store.Delete(ctx, key, kv.ModRevision); err != nil {
+			if errors.Is(err, storage.ErrConflict) && attempt < maxUpdateRetries {
+				continue
+			}
+			return nil, storageError(err, res.GroupResource(), name)
+		}
+		return obj, nil
+	}
+}
+
+func addFinalizer(m metav1.Object, f string) bool {
+	for _, have := range m.GetFinalizers() {
+		if have == f {
+			return false
+		}
+	}
+	m.SetFinalizers(append(m.GetFinalizers(), f))
+	return true
+}
+
+func subset(a, b []string) bool {
+	have := map[string]bool{}
+	for _, x := range b {
+		have[x] = true
+	}
+	for _, x := range a {
+		if !have[x] {
+			return false
+		}
+	}
+	return true
+}
+
+// copyField copies the named top-level struct field (Spec, Status) from src to dst.
+func copyField(dst, src runtime.Object, name string) {
+	d := reflect.ValueOf(dst).Elem().FieldByName(name)
+	s := reflect.ValueOf(src).Elem().FieldByName(name)
+	if d.IsValid() && s.IsValid() && d.CanSet() {
+		d.Set(s)
+	}
+}
+
+func resetField(obj runtime.Object, name string) {
+	f := reflect.ValueOf(obj).Elem().FieldByName(name)
+	if f.IsValid() && f.CanSet() {
+		f.Set(reflect.Zero(f.Type()))
+	}
+}
+
+// specOf is what metadata.generation tracks: the Spec field, or for kinds
+// without one (ConfigMap-like), everything but metadata and status.
+func specOf(obj runtime.Object) any {
+	v := reflect.ValueOf(obj).Elem()
+	if f := v.FieldByName("Spec"); f.IsValid() {
+		return f.Interface()
+	}
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	for _, name := range []string{"TypeMeta", "ObjectMeta", "Status"} {
+		if f := c.FieldByName(name); f.IsValid() {
+			f.Set(reflect.Zero(f.Type()))
+		}
+	}
+	return c.Interface()
+}
+
+func orDefault(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// randomSuffix is generateName's five characters, from Kubernetes' alphabet
+// that avoids vowels (no accidental words) and look-alike characters.
+func randomSuffix() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	for i := range b {
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		b[i] = alphabet[n.Int64()]
+	}
+	return string(b)
+}
+

@@ -1,0 +1,259 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/minik8s/minik8s/pkg/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/apiserver/openapi"
+	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/storage"
+)
+
+// Config is what the apiserver is built from.
+type Config struct {
+	// Store holds the cluster state.
+	Store storage.Store
+	// EncryptionKey, when set, encrypts Secrets (and other resources marked
+	// Encrypted in the registry) at rest with AES-256-GCM.
+	EncryptionKey []byte
+	// Authenticator identifies callers; nil serves everyone (in-process tests only).
+	Authenticator authn.Authenticator
+	// Resources to serve; nil means registry.Builtin().
+	Resources []*registry.Resource
+	// BookmarkInterval is how often watches that allow bookmarks get one.
+	BookmarkInterval time.Duration
+	Logger           *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the Kubernetes API over a Store.
+type Server struct {
+	cfg       Config
+	store     storage.Store
+	table     *registry.Table
+	scheme    *k8sruntime.Scheme
+	codecs    serializer.CodecFactory
+	discovery *discovery
+	openapi   http.Handler
+	metrics   *metrics
+	log       *slog.Logger
+	now       func() time.Time
+}
+
+// New validates cfg and builds the server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("apiserver: a Store is required")
+	}
+	if cfg.Resources == nil {
+		cfg.Resources = registry.Builtin()
+	}
+	if cfg.BookmarkInterval == 0 {
+		cfg.BookmarkInterval = time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	scheme := clientgoscheme.Scheme
+	table, err := registry.NewTable(scheme, cfg.Resources)
+	if err != nil {
+		return nil, err
+	}
+	store := cfg.Store
+	if len(cfg.EncryptionKey) > 0 {
+		aead, err := storage.NewAESGCM(cfg.EncryptionKey)
+		if err != nil {
+			return nil, err
+		}
+		var prefixes []string
+		for _, r := range table.All {
+			if r.Encrypted {
+				prefixes = append(prefixes, keyPrefix(r))
+			}
+		}
+		store = storage.Encrypted(store, aead, prefixes...)
+	}
+	var oapiResources []openapi.Resource
+	for _, r := range table.All {
+		var subs []string
+		if r.Status {
+			subs = append(subs, "status")
+		}
+		if r.Scale != nil {
+			subs = append(subs, "scale")
+		}
+		if r.Binding {
+			subs = append(subs, "binding")
+		}
+		oapiResources = append(oapiResources, openapi.Resource{
+			GroupVersionKind: r.GroupVersionKind(), Resource: r.Resource, Namespaced: r.Namespaced,
+			Verbs: allVerbs, Subresources: subs, Object: r.New(), ListObject: r.NewList(),
+		})
+	}
+	oapi, err := openapi.NewHandler(oapiResources)
+	if err != nil {
+		return nil, fmt.Errorf("build openapi: %w", err)
+	}
+	return &Server{
+		cfg: cfg, store: store, table: table, scheme: scheme,
+		codecs:    serializer.NewCodecFactory(scheme),
+		discovery: newDiscovery(table),
+		openapi:   oapi,
+		metrics:   newMetrics(),
+		log:       cfg.Logger,
+		now:       cfg.Now,
+	}, nil
+}
+
+// Table is the set of served resources.
+func (s *Server) Table() *registry.Table { return s.table }
+
+// publicPaths answer without credentials, as in Kubernetes' default RBAC
+// for system:unauthenticated: health and version only.
+var publicPaths = []string{"/healthz", "/livez", "/readyz", "/version"}
+
+// Handler is the full HTTP handler: authentication, metrics, routing.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", s.serveHealth)
+	mux.HandleFunc("/livez", s.serveHealth)
+	mux.HandleFunc("/readyz", s.serveHealth)
+	mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, versionInfo()) })
+	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	mux.Handle("/openapi/", s.openapi)
+	mux.HandleFunc("/", s.serveAPI)
+	var h http.Handler = mux
+	if s.cfg.Authenticator != nil {
+		h = authn.Middleware(s.cfg.Authenticator, publicPaths, h)
+	}
+	return s.recoverPanics(h)
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := s.store.Revision(ctx); err != nil {
+		http.Error(w, "[-]etcd failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok"))
+}
+
+// serveAPI routes /api and /apis requests and records their metrics.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	info := parseRequestInfo(r)
+	if !info.IsResource {
+		if s.serveDiscovery(w, r) {
+			return
+		}
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, ""))
+		return
+	}
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	s.serveResource(rec, r, info)
+	s.metrics.requests.WithLabelValues(info.Verb, info.Group, info.Resource, info.Subresource, strconv.Itoa(rec.code)).Inc()
+	if info.Verb != "watch" {
+		s.metrics.latency.WithLabelValues(info.Verb, info.Group, info.Resource, info.Subresource).Observe(time.Since(start).Seconds())
+	}
+}
+
+// recoverPanics turns a panic in a handler into a 500 Status: no panic
+// reaches a user as a dropped connection.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				buf := make([]byte, 8<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(buf))
+				writeError(w, apierrors.NewInternalError(fmt.Errorf("%v", v)))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// bodyJSON returns a request body as JSON, converting YAML and protobuf.
+func (s *Server) bodyJSON(r *http.Request, data []byte, gvk schema.GroupVersionKind) ([]byte, error) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != k8sruntime.ContentTypeProtobuf {
+		return bodyJSON(r, data)
+	}
+	info, ok := k8sruntime.SerializerInfoForMediaType(s.codecs.SupportedMediaTypes(), mt)
+	if !ok {
+		return nil, unsupportedMediaType(mt)
+	}
+	obj, err := s.scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := info.Serializer.Decode(data, &gvk, obj); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("decode protobuf body: %v", err))
+	}
+	return json.Marshal(obj)
+}
+
+// defaultNamespaces exist in every cluster, as in Kubernetes.
+var defaultNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// EnsureDefaults creates the namespaces every cluster has. It is idempotent.
+func (s *Server) EnsureDefaults(ctx context.Context) error {
+	res, ok := s.table.Lookup(corev1.SchemeGroupVersion.WithResource("namespaces"))
+	if !ok {
+		return nil
+	}
+	for _, name := range defaultNamespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		_, err := s.create(ctx, res, "", ns, writeOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func goVersion() string { return runtime.Version() }
+func platform() string  { return runtime.GOOS + "/" + runtime.GOARCH }

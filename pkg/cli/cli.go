@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/minik8s/minik8s/pkg/apiserver"
+	"github.com/minik8s/minik8s/pkg/controlplane"
+	"github.com/minik8s/minik8s/pkg/kubectl"
+)
+
+// Run executes the minik8s command line.
+func Run(ctx context.Context, args []string) error {
+	root := &cobra.Command{
+		Use:           "minik8s",
+		Short:         "A small, real Kubernetes in one binary",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(serverCommand(), kubectlCommand(), benchCommand(), versionCommand())
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+type serverFlags struct {
+	dataDir     string
+	bindAddress string
+	port        int
+	etcdServers []string
+	hosts       []string
+	verbose     bool
+}
+
+func serverCommand() *cobra.Command {
+	f := &serverFlags{}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the control plane: etcd (embedded unless --etcd-servers) and the apiserver",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelInfo
+			if f.verbose {
+				level = slog.LevelDebug
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			return controlplane.Run(cmd.Context(), controlplane.Config{
+				DataDir: f.dataDir, BindAddress: f.bindAddress, Port: f.port,
+				EtcdServers: f.etcdServers, Hosts: f.hosts, Logger: log,
+			})
+		},
+	}
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", "/var/lib/minik8s", "directory for etcd data, certificates and admin.kubeconfig")
+	cmd.Flags().StringVar(&f.bindAddress, "bind-address", "0.0.0.0", "address the apiserver listens on")
+	cmd.Flags().IntVar(&f.port, "port", 6443, "apiserver HTTPS port")
+	cmd.Flags().StringSliceVar(&f.etcdServers, "etcd-servers", nil, "external etcd client URLs; empty runs an embedded etcd")
+	cmd.Flags().StringSliceVar(&f.hosts, "tls-san", nil, "extra DNS names or IPs for the apiserver certificate")
+	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "debug logging")
+	return cmd
+}
+
+func kubectlCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:                "kubectl",
+		Short:              "Run kubectl (the same code as bin/kubectl)",
+		DisableFlagParsing: true,
+		Run: func(cmd *cobra.Command, args []string) {
+			k := kubectl.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, append([]string{"kubectl"}, args...))
+			if err := k.Execute(); err != nil {
+				cmdutil.CheckErr(err)
+			}
+		},
+	}
+}
+
+func versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the Kubernetes API version minik8s serves",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "minik8s (Kubernetes API %s)\n", apiserver.KubernetesVersion)
+			return err
+		},
+	}
+}

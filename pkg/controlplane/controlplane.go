@@ -1,0 +1,157 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/apiserver"
+	"github.com/minik8s/minik8s/pkg/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/pki"
+	"github.com/minik8s/minik8s/pkg/storage"
+	"github.com/minik8s/minik8s/pkg/storage/etcd"
+)
+
+// Config is the control plane's configuration, from `minik8s server` flags.
+type Config struct {
+	// DataDir holds etcd's data, the PKI and admin.kubeconfig.
+	DataDir string
+	// BindAddress and Port are where the apiserver listens (Port 0: any free port).
+	BindAddress string
+	Port        int
+	// EtcdServers, when set, replaces the embedded etcd.
+	EtcdServers []string
+	// Hosts are extra names and IPs for the serving certificate.
+	Hosts  []string
+	Logger *slog.Logger
+	// Ready, when set, is called once the apiserver serves.
+	Ready func(ControlPlane)
+}
+
+// ControlPlane describes a running control plane to its callers.
+type ControlPlane struct {
+	URL            string // https://127.0.0.1:<port>
+	KubeconfigPath string
+	EtcdEndpoint   string // empty for an external etcd
+	Server         *apiserver.Server
+	Bundle         *pki.Bundle
+}
+
+// KubeconfigName is the admin kubeconfig's file name under the data dir.
+const KubeconfigName = "admin.kubeconfig"
+
+func (c *Config) complete() error {
+	if c.DataDir == "" {
+		return errors.New("a data dir is required (--data-dir)")
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("port %d out of range", c.Port)
+	}
+	if c.BindAddress == "" {
+		c.BindAddress = "0.0.0.0"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Run starts etcd, then the apiserver, and serves until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.complete(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	log := cfg.Logger
+
+	var store storage.Store
+	var etcdEndpoint string
+	if len(cfg.EtcdServers) > 0 {
+		s, err := etcd.Dial(ctx, cfg.EtcdServers)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		store = s
+	} else {
+		e, err := etcd.StartEmbedded(ctx, etcd.EmbedConfig{Dir: filepath.Join(cfg.DataDir, "etcd"), Logger: log})
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		store, etcdEndpoint = etcd.New(e.Client), e.Endpoint
+	}
+
+	key, err := storage.LoadOrCreateKey(filepath.Join(cfg.DataDir, "pki", "encryption.key"))
+	if err != nil {
+		return err
+	}
+	bundle, err := pki.Ensure(pki.Config{Dir: filepath.Join(cfg.DataDir, "pki"), Hosts: cfg.Hosts})
+	if err != nil {
+		return fmt.Errorf("certificates: %w", err)
+	}
+	tokens, err := authn.NewTokenFile(bundle.TokenFile)
+	if err != nil {
+		return err
+	}
+	api, err := apiserver.New(apiserver.Config{
+		Store: store, EncryptionKey: key, Logger: log,
+		Authenticator: authn.Union(authn.NewX509(bundle.CAPool), tokens),
+	})
+	if err != nil {
+		return err
+	}
+	if err := api.EnsureDefaults(ctx); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	tlsConfig := &tls.Config{
+		Certificates: []tls.Certificate{bundle.Serving},
+		ClientAuth:   tls.RequestClientCert, // verified by authn, so a foreign cert gets a 401, not a TLS failure
+		ClientCAs:    bundle.CAPool,
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"h2", "http/1.1"},
+	}
+	srv := &http.Server{Handler: api.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 30 * time.Second}
+	port := ln.Addr().(*net.TCPAddr).Port
+	url := "https://127.0.0.1:" + strconv.Itoa(port)
+	kubeconfig := filepath.Join(cfg.DataDir, KubeconfigName)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	if err := pki.WriteKubeconfig(kubeconfig, url, bundle); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	log.Info("apiserver serving", "url", url, "kubeconfig", kubeconfig)
+	if cfg.Ready != nil {
+		cfg.Ready(ControlPlane{URL: url, KubeconfigPath: kubeconfig, EtcdEndpoint: etcdEndpoint, Server: api, Bundle: bundle})
+	}
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("apiserver: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Watches are long-lived; closing rather than waiting on them.
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+// Package controlplane assembles and runs the control plane of a cluster:
+// etcd (embedded or external), the cluster's certificates, and the
+// apiserver on its TLS port. It owns start-up order and the data
+// directory's layout; the parts themselves live in their own packages.
+package controlplane

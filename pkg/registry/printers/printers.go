@@ -1,0 +1,215 @@
+package printers
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// Printer renders one kind as table rows.
+type Printer struct {
+	Columns []metav1.TableColumnDefinition                        // first column is "Name" (Type "string", Format "name")
+	Cells   func(obj runtime.Object, now time.Time) []interface{} // one cell per column, same order
+}
+
+// Lookup returns the printer for a kind; ok is false for kinds with no
+// specific printer (use Default for those). The returned Columns slice is a
+// copy the caller may modify.
+func Lookup(gk schema.GroupKind) (Printer, bool) {
+	p, ok := registry[gk]
+	if !ok {
+		return Printer{}, false
+	}
+	p.Columns = slices.Clone(p.Columns)
+	return p, true
+}
+
+// Default is the printer for kinds with no specific one. Like the apiserver's
+// default table convertor it shows the name and the creation time as an
+// RFC 3339 UTC timestamp.
+var Default = Printer{
+	Columns: []metav1.TableColumnDefinition{
+		nameColumn(),
+		{Name: "Created At", Type: "date", Description: objectMetaDoc["creationTimestamp"]},
+	},
+	Cells: func(obj runtime.Object, _ time.Time) []interface{} {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return []interface{}{"", ""}
+		}
+		return []interface{}{m.GetName(), m.GetCreationTimestamp().UTC().Format(time.RFC3339)}
+	},
+}
+
+// registry maps each kind with a specific printer to it.
+var registry = map[schema.GroupKind]Printer{
+	{Group: "", Kind: "Pod"}:                                podPrinter,
+	{Group: "", Kind: "Node"}:                               nodePrinter,
+	{Group: "", Kind: "Namespace"}:                          namespacePrinter,
+	{Group: "", Kind: "Service"}:                            servicePrinter,
+	{Group: "", Kind: "Endpoints"}:                          endpointsPrinter,
+	{Group: "", Kind: "ConfigMap"}:                          configMapPrinter,
+	{Group: "", Kind: "Secret"}:                             secretPrinter,
+	{Group: "", Kind: "Event"}:                              eventPrinter,
+	{Group: "", Kind: "ServiceAccount"}:                     serviceAccountPrinter,
+	{Group: "", Kind: "PersistentVolume"}:                   persistentVolumePrinter,
+	{Group: "", Kind: "PersistentVolumeClaim"}:              persistentVolumeClaimPrinter,
+	{Group: "apps", Kind: "Deployment"}:                     deploymentPrinter,
+	{Group: "apps", Kind: "ReplicaSet"}:                     replicaSetPrinter,
+	{Group: "apps", Kind: "DaemonSet"}:                      daemonSetPrinter,
+	{Group: "apps", Kind: "StatefulSet"}:                    statefulSetPrinter,
+	{Group: "batch", Kind: "Job"}:                           jobPrinter,
+	{Group: "batch", Kind: "CronJob"}:                       cronJobPrinter,
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}: hpaPrinter,
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:      endpointSlicePrinter,
+	{Group: "coordination.k8s.io", Kind: "Lease"}:           leasePrinter,
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:         storageClassPrinter,
+	{Group: "networking.k8s.io", Kind: "Ingress"}:           ingressPrinter,
+}
+
+// typed builds a Printer from a function over one concrete API type. Objects
+// of that type are passed straight through; unstructured objects are converted
+// first. Anything else yields a row with only the name filled in.
+func typed[T any, P interface {
+	*T
+	runtime.Object
+}](columns []metav1.TableColumnDefinition, cells func(P, time.Time) []interface{}) Printer {
+	return Printer{
+		Columns: columns,
+		Cells: func(obj runtime.Object, now time.Time) []interface{} {
+			if o, ok := obj.(P); ok && o != nil {
+				return cells(o, now)
+			}
+			if u, ok := obj.(runtime.Unstructured); ok {
+				o := P(new(T))
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), o); err == nil {
+					return cells(o, now)
+				}
+			}
+			return nameOnlyCells(columns, obj)
+		},
+	}
+}
+
+// nameOnlyCells is the row for an object a printer cannot read: the name in
+// the name column, nil (rendered "<none>" by kubectl) elsewhere.
+func nameOnlyCells(columns []metav1.TableColumnDefinition, obj runtime.Object) []interface{} {
+	cells := make([]interface{}, len(columns))
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return cells
+	}
+	for i, c := range columns {
+		if c.Format == "name" {
+			cells[i] = m.GetName()
+		}
+	}
+	return cells
+}
+
+// Column helpers.
+
+var objectMetaDoc = metav1.ObjectMeta{}.SwaggerDoc()
+
+func nameColumn() metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: objectMetaDoc["name"]}
+}
+
+func ageColumn() metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: objectMetaDoc["creationTimestamp"]}
+}
+
+func column(name, typ, description string) metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: description}
+}
+
+// wide marks a column as shown only with -o wide.
+func wide(c metav1.TableColumnDefinition) metav1.TableColumnDefinition {
+	c.Priority = 1
+	return c
+}
+
+// templateColumns are the wide CONTAINERS, IMAGES and SELECTOR columns that
+// workload controllers share.
+func templateColumns(selectorDescription string) []metav1.TableColumnDefinition {
+	return []metav1.TableColumnDefinition{
+		wide(column("Containers", "string", "Names of each container in the template.")),
+		wide(column("Images", "string", "Images referenced by each container in the template.")),
+		wide(column("Selector", "string", selectorDescription)),
+	}
+}
+
+// Cell helpers.
+
+const (
+	none    = "<none>"
+	unknown = "<unknown>"
+	unset   = "<unset>"
+)
+
+// age renders how long ago t was, "<unknown>" when t is unset.
+func age(t metav1.Time, now time.Time) string {
+	if t.IsZero() {
+		return unknown
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
+}
+
+func microAge(t metav1.MicroTime, now time.Time) string {
+	if t.IsZero() {
+		return unknown
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
+}
+
+// containerCells joins container names and images with commas.
+func containerCells(containers []corev1.Container) (names, images string) {
+	n := make([]string, len(containers))
+	im := make([]string, len(containers))
+	for i, c := range containers {
+		n[i], im[i] = c.Name, c.Image
+	}
+	return strings.Join(n, ","), strings.Join(im, ",")
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func derefInt32(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func boolPtrCell(b *bool) string {
+	switch {
+	case b == nil:
+		return unset
+	case *b:
+		return "True"
+	default:
+		return "False"
+	}
+}
+
+// truncatedList joins items with sep; past max items it appends " + N more...".
+// An empty list renders as empty.
+func truncatedList(items []string, max int, sep string) string {
+	if len(items) <= max {
+		return strings.Join(items, sep)
+	}
+	return strings.Join(items[:max], sep) + " + " + strconv.Itoa(len(items)-max) + " more..."
+}

@@ -1,0 +1,1109 @@
+package printers
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var (
+	now     = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	created = metav1.NewTime(now.Add(-10 * time.Minute))
+)
+
+func ago(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
+
+func ptr[T any](v T) *T { return &v }
+
+func objMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: "default", CreationTimestamp: created}
+}
+
+var (
+	gkPod       = schema.GroupKind{Kind: "Pod"}
+	gkNode      = schema.GroupKind{Kind: "Node"}
+	gkService   = schema.GroupKind{Kind: "Service"}
+	gkEndpoints = schema.GroupKind{Kind: "Endpoints"}
+	gkEvent     = schema.GroupKind{Kind: "Event"}
+)
+
+// render looks up the printer for gk, renders obj and keys the cells by
+// column name.
+func render(t *testing.T, gk schema.GroupKind, obj runtime.Object) map[string]interface{} {
+	t.Helper()
+	p, ok := Lookup(gk)
+	if !ok {
+		t.Fatalf("no printer for %v", gk)
+	}
+	cells := p.Cells(obj, now)
+	if len(cells) != len(p.Columns) {
+		t.Fatalf("%v: %d cells for %d columns", gk, len(cells), len(p.Columns))
+	}
+	out := make(map[string]interface{}, len(cells))
+	for i, c := range p.Columns {
+		out[c.Name] = cells[i]
+	}
+	return out
+}
+
+type cellCase struct {
+	name string
+	gk   schema.GroupKind
+	obj  runtime.Object
+	want map[string]interface{} // subset of columns to check
+}
+
+func runCellCases(t *testing.T, cases []cellCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := render(t, tc.gk, tc.obj)
+			for col, want := range tc.want {
+				if g, ok := got[col]; !ok {
+					t.Errorf("no column %q", col)
+				} else if !reflect.DeepEqual(g, want) {
+					t.Errorf("%s = %#v, want %#v", col, g, want)
+				}
+			}
+		})
+	}
+}
+
+func running() corev1.ContainerState {
+	return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: created}}
+}
+
+func waiting(reason string) corev1.ContainerState {
+	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
+}
+
+func terminated(reason string, code int32) corev1.ContainerState {
+	return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: reason, ExitCode: code}}
+}
+
+func pod(containers int, mutate func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: objMeta("web"), Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	for i := 0; i < containers; i++ {
+		name := string(rune('a' + i))
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: name, Image: "nginx"})
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses,
+			corev1.ContainerStatus{Name: name, Ready: true, State: running()})
+	}
+	if mutate != nil {
+		mutate(p)
+	}
+	return p
+}
+
+func TestPodCells(t *testing.T) {
+	always := ptr(corev1.ContainerRestartPolicyAlways)
+	runCellCases(t, []cellCase{
+		{
+			name: "running ready",
+			gk:   gkPod,
+			obj:  pod(1, nil),
+			want: map[string]interface{}{"Name": "web", "Ready": "1/1", "Status": "Running", "Restarts": "0", "Age": "10m"},
+		},
+		{
+			name: "one of two ready, restarted",
+			gk:   gkPod,
+			obj: pod(2, func(p *corev1.Pod) {
+				cs := &p.Status.ContainerStatuses[1]
+				cs.Ready = false
+				cs.RestartCount = 3
+				cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, FinishedAt: ago(5 * time.Minute)}
+			}),
+			want: map[string]interface{}{"Ready": "1/2", "Status": "Running", "Restarts": "3 (5m ago)"},
+		},
+		{
+			name: "restarts without termination time",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].RestartCount = 2
+			}),
+			want: map[string]interface{}{"Restarts": "2"},
+		},
+		{
+			name: "crash loop",
+			gk:   gkPod,
+			obj: pod(2, func(p *corev1.Pod) {
+				cs := &p.Status.ContainerStatuses[0]
+				cs.Ready, cs.State, cs.RestartCount = false, waiting("CrashLoopBackOff"), 4
+				cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{FinishedAt: ago(90 * time.Second)}
+			}),
+			want: map[string]interface{}{"Ready": "1/2", "Status": "CrashLoopBackOff", "Restarts": "4 (90s ago)"},
+		},
+		{
+			name: "pending image pull",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodPending
+				p.Status.ContainerStatuses[0].Ready = false
+				p.Status.ContainerStatuses[0].State = waiting("ContainerCreating")
+			}),
+			want: map[string]interface{}{"Ready": "0/1", "Status": "ContainerCreating"},
+		},
+		{
+			name: "terminated without reason",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].Ready = false
+				p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Signal: 9}}
+			}),
+			want: map[string]interface{}{"Status": "Signal:9"},
+		},
+		{
+			name: "succeeded",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodSucceeded
+				p.Status.ContainerStatuses[0].Ready = false
+				p.Status.ContainerStatuses[0].State = terminated("Completed", 0)
+			}),
+			want: map[string]interface{}{"Ready": "0/1", "Status": "Completed"},
+		},
+		{
+			name: "completed container beside running one",
+			gk:   gkPod,
+			obj: pod(2, func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].Ready = false
+				p.Status.ContainerStatuses[0].State = terminated("Completed", 0)
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			}),
+			want: map[string]interface{}{"Ready": "1/2", "Status": "Running"},
+		},
+		{
+			name: "completed container beside running one, pod not ready",
+			gk:   gkPod,
+			obj: pod(2, func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].Ready = false
+				p.Status.ContainerStatuses[0].State = terminated("Completed", 0)
+			}),
+			want: map[string]interface{}{"Status": "NotReady"},
+		},
+		{
+			name: "terminating",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.DeletionTimestamp = ptr(ago(time.Second))
+			}),
+			want: map[string]interface{}{"Status": "Terminating"},
+		},
+		{
+			name: "deleted succeeded pod keeps its status",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.DeletionTimestamp = ptr(ago(time.Second))
+				p.Status.Phase = corev1.PodSucceeded
+				p.Status.ContainerStatuses[0].State = terminated("Completed", 0)
+			}),
+			want: map[string]interface{}{"Status": "Completed"},
+		},
+		{
+			name: "node lost",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.DeletionTimestamp = ptr(ago(time.Second))
+				p.Status.Reason = "NodeLost"
+			}),
+			want: map[string]interface{}{"Status": "Unknown"},
+		},
+		{
+			name: "evicted",
+			gk:   gkPod,
+			obj: &corev1.Pod{
+				ObjectMeta: objMeta("web"),
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}},
+				Status:     corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"},
+			},
+			want: map[string]interface{}{"Ready": "0/1", "Status": "Evicted"},
+		},
+		{
+			name: "scheduling gated",
+			gk:   gkPod,
+			obj: &corev1.Pod{
+				ObjectMeta: objMeta("web"),
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}},
+				Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+					{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated},
+				}},
+			},
+			want: map[string]interface{}{"Status": "SchedulingGated", "IP": "<none>", "Node": "<none>"},
+		},
+		{
+			name: "first init container running",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodPending
+				p.Spec.InitContainers = []corev1.Container{{Name: "i1"}, {Name: "i2"}}
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{
+					{Name: "i1", State: running()},
+					{Name: "i2", State: waiting("PodInitializing")},
+				}
+				p.Status.ContainerStatuses[0].Ready = false
+				p.Status.ContainerStatuses[0].State = waiting("PodInitializing")
+			}),
+			want: map[string]interface{}{"Ready": "0/1", "Status": "Init:0/2"},
+		},
+		{
+			name: "second init container running",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodPending
+				p.Spec.InitContainers = []corev1.Container{{Name: "i1"}, {Name: "i2"}}
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{
+					{Name: "i1", State: terminated("Completed", 0)},
+					{Name: "i2", State: running()},
+				}
+			}),
+			want: map[string]interface{}{"Status": "Init:1/2"},
+		},
+		{
+			name: "init container crash loop",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodPending
+				p.Spec.InitContainers = []corev1.Container{{Name: "i1"}}
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{
+					{Name: "i1", State: waiting("CrashLoopBackOff"), RestartCount: 2,
+						LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: ago(time.Minute)}}},
+				}
+				p.Status.ContainerStatuses[0].Ready = false
+				p.Status.ContainerStatuses[0].State = waiting("PodInitializing")
+			}),
+			want: map[string]interface{}{"Ready": "0/1", "Status": "Init:CrashLoopBackOff", "Restarts": "2 (60s ago)"},
+		},
+		{
+			name: "init container failed",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodPending
+				p.Spec.InitContainers = []corev1.Container{{Name: "i1"}}
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "i1", State: terminated("Error", 1)}}
+			}),
+			want: map[string]interface{}{"Status": "Init:Error"},
+		},
+		{
+			name: "init container exit code",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodPending
+				p.Spec.InitContainers = []corev1.Container{{Name: "i1"}}
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "i1", State: terminated("", 2)}}
+			}),
+			want: map[string]interface{}{"Status": "Init:ExitCode:2"},
+		},
+		{
+			name: "sidecar counts as container",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: always}}
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{
+					{Name: "proxy", Ready: true, Started: ptr(true), State: running(), RestartCount: 1,
+						LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: ago(2 * time.Hour)}}},
+				}
+			}),
+			want: map[string]interface{}{"Ready": "2/2", "Status": "Running", "Restarts": "1 (120m ago)"},
+		},
+		{
+			name: "wide columns",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Spec.NodeName = "node-1"
+				p.Status.PodIP = "10.244.1.5"
+				p.Status.NominatedNodeName = "node-2"
+				p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/a"}, {ConditionType: "example.com/b"}}
+				p.Status.Conditions = []corev1.PodCondition{
+					{Type: "example.com/a", Status: corev1.ConditionTrue},
+					{Type: "example.com/b", Status: corev1.ConditionFalse},
+				}
+			}),
+			want: map[string]interface{}{"IP": "10.244.1.5", "Node": "node-1", "Nominated Node": "node-2", "Readiness Gates": "1/2"},
+		},
+		{
+			name: "podIPs preferred",
+			gk:   gkPod,
+			obj: pod(1, func(p *corev1.Pod) {
+				p.Status.PodIP = "10.0.0.1"
+				p.Status.PodIPs = []corev1.PodIP{{IP: "fd00::1"}, {IP: "10.0.0.1"}}
+			}),
+			want: map[string]interface{}{"IP": "fd00::1", "Nominated Node": "<none>", "Readiness Gates": "<none>"},
+		},
+	})
+}
+
+func TestNodeCells(t *testing.T) {
+	ready := func(s corev1.ConditionStatus) []corev1.NodeCondition {
+		return []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}, {Type: corev1.NodeReady, Status: s}}
+	}
+	runCellCases(t, []cellCase{
+		{
+			name: "ready control plane",
+			gk:   gkNode,
+			obj: &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: "cp", CreationTimestamp: ago(49 * time.Hour), Labels: map[string]string{
+					"node-role.kubernetes.io/control-plane": "",
+					"node-role.kubernetes.io/etcd":          "true",
+					"kubernetes.io/role":                    "control-plane",
+					"kubernetes.io/hostname":                "cp",
+				}},
+				Status: corev1.NodeStatus{
+					Conditions: ready(corev1.ConditionTrue),
+					Addresses: []corev1.NodeAddress{
+						{Type: corev1.NodeHostName, Address: "cp"},
+						{Type: corev1.NodeInternalIP, Address: "192.168.1.10"},
+						{Type: corev1.NodeExternalIP, Address: "203.0.113.7"},
+					},
+					NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", OSImage: "Ubuntu 24.04", KernelVersion: "6.8.0", ContainerRuntimeVersion: "containerd://2.0.0"},
+				},
+			},
+			want: map[string]interface{}{
+				"Name": "cp", "Status": "Ready", "Roles": "control-plane,etcd", "Age": "2d1h", "Version": "v1.37.2",
+				"Internal-IP": "192.168.1.10", "External-IP": "203.0.113.7", "OS-Image": "Ubuntu 24.04",
+				"Kernel-Version": "6.8.0", "Container-Runtime": "containerd://2.0.0",
+			},
+		},
+		{
+			name: "cordoned worker",
+			gk:   gkNode,
+			obj: &corev1.Node{
+				ObjectMeta: objMeta("w1"),
+				Spec:       corev1.NodeSpec{Unschedulable: true},
+				Status:     corev1.NodeStatus{Conditions: ready(corev1.ConditionTrue)},
+			},
+			want: map[string]interface{}{
+				"Status": "Ready,SchedulingDisabled", "Roles": "<none>", "Version": "",
+				"Internal-IP": "<none>", "External-IP": "<none>", "OS-Image": "<unknown>", "Kernel-Version": "<unknown>", "Container-Runtime": "<unknown>",
+			},
+		},
+		{
+			name: "not ready",
+			gk:   gkNode,
+			obj:  &corev1.Node{ObjectMeta: objMeta("w2"), Status: corev1.NodeStatus{Conditions: ready(corev1.ConditionUnknown)}},
+			want: map[string]interface{}{"Status": "NotReady"},
+		},
+		{
+			name: "no conditions",
+			gk:   gkNode,
+			obj:  &corev1.Node{ObjectMeta: objMeta("w3"), Spec: corev1.NodeSpec{Unschedulable: true}},
+			want: map[string]interface{}{"Status": "Unknown,SchedulingDisabled"},
+		},
+	})
+}
+
+func TestServiceCells(t *testing.T) {
+	svc := func(typ corev1.ServiceType, mutate func(*corev1.Service)) *corev1.Service {
+		s := &corev1.Service{
+			ObjectMeta: objMeta("web"),
+			Spec: corev1.ServiceSpec{
+				Type: typ, ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"},
+				Ports:    []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}},
+				Selector: map[string]string{"app": "web"},
+			},
+		}
+		if mutate != nil {
+			mutate(s)
+		}
+		return s
+	}
+	runCellCases(t, []cellCase{
+		{
+			name: "cluster ip",
+			gk:   gkService,
+			obj:  svc(corev1.ServiceTypeClusterIP, nil),
+			want: map[string]interface{}{"Name": "web", "Type": "ClusterIP", "Cluster-IP": "10.96.0.10", "External-IP": "<none>", "Port(s)": "80/TCP", "Age": "10m", "Selector": "app=web"},
+		},
+		{
+			name: "type defaults to ClusterIP",
+			gk:   gkService,
+			obj:  svc("", func(s *corev1.Service) { s.Spec.Selector = nil }),
+			want: map[string]interface{}{"Type": "ClusterIP", "Selector": "<none>"},
+		},
+		{
+			name: "headless, several ports",
+			gk:   gkService,
+			obj: svc(corev1.ServiceTypeClusterIP, func(s *corev1.Service) {
+				s.Spec.ClusterIP, s.Spec.ClusterIPs = "None", []string{"None"}
+				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: 53, Protocol: corev1.ProtocolUDP})
+			}),
+			want: map[string]interface{}{"Cluster-IP": "None", "Port(s)": "80/TCP,53/UDP"},
+		},
+		{
+			name: "node port",
+			gk:   gkService,
+			obj: svc(corev1.ServiceTypeNodePort, func(s *corev1.Service) {
+				s.Spec.Ports[0].NodePort = 30080
+			}),
+			want: map[string]interface{}{"Type": "NodePort", "External-IP": "<none>", "Port(s)": "80:30080/TCP"},
+		},
+		{
+			name: "external ips",
+			gk:   gkService,
+			obj: svc(corev1.ServiceTypeClusterIP, func(s *corev1.Service) {
+				s.Spec.ExternalIPs = []string{"1.2.3.4", "5.6.7.8"}
+			}),
+			want: map[string]interface{}{"External-IP": "1.2.3.4,5.6.7.8"},
+		},
+		{
+			name: "load balancer pending",
+			gk:   gkService,
+			obj: svc(corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
+				s.Spec.Ports[0].NodePort = 31000
+			}),
+			want: map[string]interface{}{"Type": "LoadBalancer", "External-IP": "<pending>", "Port(s)": "80:31000/TCP"},
+		},
+		{
+			name: "load balancer assigned",
+			gk:   gkService,
+			obj: svc(corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
+				s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "lb.example.com"}, {IP: "172.18.0.200"}, {IP: "172.18.0.200"}}
+				s.Spec.ExternalIPs = []string{"9.9.9.9"}
+			}),
+			want: map[string]interface{}{"External-IP": "172.18.0.200,lb.example.com,9.9.9.9"},
+		},
+		{
+			name: "external name without ports",
+			gk:   gkService,
+			obj: svc(corev1.ServiceTypeExternalName, func(s *corev1.Service) {
+				s.Spec.ExternalName = "db.example.com"
+				s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.Ports = "", nil, nil
+			}),
+			want: map[string]interface{}{"Cluster-IP": "<none>", "External-IP": "db.example.com", "Port(s)": "<none>"},
+		},
+	})
+}
+
+func TestEndpointsCells(t *testing.T) {
+	addrs := func(ips ...string) []corev1.EndpointAddress {
+		out := make([]corev1.EndpointAddress, len(ips))
+		for i, ip := range ips {
+			out[i].IP = ip
+		}
+		return out
+	}
+	runCellCases(t, []cellCase{
+		{
+			name: "no subsets",
+			gk:   gkEndpoints,
+			obj:  &corev1.Endpoints{ObjectMeta: objMeta("web")},
+			want: map[string]interface{}{"Endpoints": "<none>"},
+		},
+		{
+			name: "two addresses",
+			gk:   gkEndpoints,
+			obj: &corev1.Endpoints{ObjectMeta: objMeta("web"), Subsets: []corev1.EndpointSubset{
+				{Addresses: addrs("10.244.0.5", "10.244.0.6"), Ports: []corev1.EndpointPort{{Port: 8080}}},
+			}},
+			want: map[string]interface{}{"Endpoints": "10.244.0.5:8080,10.244.0.6:8080"},
+		},
+		{
+			name: "truncated",
+			gk:   gkEndpoints,
+			obj: &corev1.Endpoints{ObjectMeta: objMeta("web"), Subsets: []corev1.EndpointSubset{
+				{Addresses: addrs("10.0.0.1", "10.0.0.2"), Ports: []corev1.EndpointPort{{Port: 80}, {Port: 443}}},
+				{Addresses: addrs("fd00::1")},
+			}},
+			want: map[string]interface{}{"Endpoints": "10.0.0.1:80,10.0.0.2:80,10.0.0.1:443 + 2 more..."},
+		},
+	})
+}
+
+func TestSimpleCoreCells(t *testing.T) {
+	runCellCases(t, []cellCase{
+		{
+			name: "namespace",
+			gk:   schema.GroupKind{Kind: "Namespace"},
+			obj:  &corev1.Namespace{ObjectMeta: objMeta("dev"), Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
+			want: map[string]interface{}{"Name": "dev", "Status": "Active", "Age": "10m"},
+		},
+		{
+			name: "configmap",
+			gk:   schema.GroupKind{Kind: "ConfigMap"},
+			obj: &corev1.ConfigMap{ObjectMeta: objMeta("cfg"), Data: map[string]string{"a": "1", "b": "2"},
+				BinaryData: map[string][]byte{"c": {1}}},
+			want: map[string]interface{}{"Name": "cfg", "Data": int64(3), "Age": "10m"},
+		},
+		{
+			name: "secret",
+			gk:   schema.GroupKind{Kind: "Secret"},
+			obj: &corev1.Secret{ObjectMeta: objMeta("tls"), Type: corev1.SecretTypeTLS,
+				Data: map[string][]byte{"tls.crt": nil, "tls.key": nil}, StringData: map[string]string{"tls.key": "", "ca.crt": ""}},
+			want: map[string]interface{}{"Name": "tls", "Type": "kubernetes.io/tls", "Data": int64(3)},
+		},
+		{
+			name: "service account",
+			gk:   schema.GroupKind{Kind: "ServiceAccount"},
+			obj:  &corev1.ServiceAccount{ObjectMeta: objMeta("default")},
+			want: map[string]interface{}{"Name": "default", "Secrets": int64(0), "Age": "10m"},
+		},
+	})
+}
+
+func TestEventCells(t *testing.T) {
+	runCellCases(t, []cellCase{
+		{
+			name: "core event",
+			gk:   gkEvent,
+			obj: &corev1.Event{
+				ObjectMeta:     objMeta("web.17f"),
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", FieldPath: "spec.containers{a}"},
+				Reason:         "BackOff", Type: corev1.EventTypeWarning, Message: "Back-off restarting failed container\n",
+				Source:         corev1.EventSource{Component: "kubelet", Host: "node-1"},
+				FirstTimestamp: ago(time.Hour), LastTimestamp: ago(30 * time.Second), Count: 7,
+			},
+			want: map[string]interface{}{
+				"Last Seen": "30s", "Type": "Warning", "Reason": "BackOff", "Object": "pod/web",
+				"Subobject": "spec.containers{a}", "Source": "kubelet, node-1",
+				"Message": "Back-off restarting failed container", "First Seen": "60m", "Count": int64(7), "Name": "web.17f",
+			},
+		},
+		{
+			name: "events.k8s.io style singleton",
+			gk:   gkEvent,
+			obj: &corev1.Event{
+				ObjectMeta:          objMeta("n.1"),
+				InvolvedObject:      corev1.ObjectReference{Kind: "Node"},
+				Reason:              "Starting",
+				EventTime:           metav1.NewMicroTime(now.Add(-2 * time.Minute)),
+				ReportingController: "kube-proxy",
+			},
+			want: map[string]interface{}{"Last Seen": "2m", "First Seen": "2m", "Object": "node", "Source": "kube-proxy", "Count": int64(1)},
+		},
+		{
+			name: "series",
+			gk:   gkEvent,
+			obj: &corev1.Event{
+				ObjectMeta: objMeta("s.1"), FirstTimestamp: ago(time.Hour), Count: 1,
+				Series: &corev1.EventSeries{Count: 12, LastObservedTime: metav1.NewMicroTime(now.Add(-5 * time.Second))},
+			},
+			want: map[string]interface{}{"Last Seen": "5s", "Count": int64(12)},
+		},
+		{
+			name: "no timestamps",
+			gk:   gkEvent,
+			obj:  &corev1.Event{ObjectMeta: objMeta("x")},
+			want: map[string]interface{}{"Last Seen": "<unknown>", "First Seen": "<unknown>"},
+		},
+	})
+}
+
+func TestVolumeCells(t *testing.T) {
+	fs := corev1.PersistentVolumeFilesystem
+	runCellCases(t, []cellCase{
+		{
+			name: "bound pv",
+			gk:   schema.GroupKind{Kind: "PersistentVolume"},
+			obj: &corev1.PersistentVolume{
+				ObjectMeta: objMeta("pv1"),
+				Spec: corev1.PersistentVolumeSpec{
+					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")},
+					AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany, corev1.ReadWriteOnce},
+					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+					ClaimRef:                      &corev1.ObjectReference{Namespace: "default", Name: "data"},
+					StorageClassName:              "standard",
+					VolumeMode:                    &fs,
+				},
+				Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
+			},
+			want: map[string]interface{}{
+				"Capacity": "5Gi", "Access Modes": "RWO,RWX", "Reclaim Policy": "Retain", "Status": "Bound",
+				"Claim": "default/data", "StorageClass": "standard", "VolumeAttributesClass": "<unset>", "Reason": "",
+				"Age": "10m", "VolumeMode": "Filesystem",
+			},
+		},
+		{
+			name: "terminating pv",
+			gk:   schema.GroupKind{Kind: "PersistentVolume"},
+			obj: &corev1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Name: "pv2", DeletionTimestamp: ptr(ago(0))},
+				Status:     corev1.PersistentVolumeStatus{Phase: corev1.VolumeReleased},
+			},
+			want: map[string]interface{}{"Status": "Terminating", "Claim": "", "VolumeMode": "<unset>", "Age": "<unknown>"},
+		},
+		{
+			name: "bound pvc",
+			gk:   schema.GroupKind{Kind: "PersistentVolumeClaim"},
+			obj: &corev1.PersistentVolumeClaim{
+				ObjectMeta: objMeta("data"),
+				Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: "pv1", StorageClassName: ptr("standard")},
+				Status: corev1.PersistentVolumeClaimStatus{
+					Phase:       corev1.ClaimBound,
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")},
+				},
+			},
+			want: map[string]interface{}{"Status": "Bound", "Volume": "pv1", "Capacity": "5Gi", "Access Modes": "RWO", "StorageClass": "standard"},
+		},
+		{
+			name: "pending pvc",
+			gk:   schema.GroupKind{Kind: "PersistentVolumeClaim"},
+			obj: &corev1.PersistentVolumeClaim{
+				ObjectMeta: objMeta("data"),
+				Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+			},
+			want: map[string]interface{}{"Status": "Pending", "Volume": "", "Capacity": "", "Access Modes": "", "StorageClass": ""},
+		},
+	})
+}
+
+func podTemplate(names ...string) corev1.PodTemplateSpec {
+	var t corev1.PodTemplateSpec
+	for _, n := range names {
+		t.Spec.Containers = append(t.Spec.Containers, corev1.Container{Name: n, Image: n + ":1"})
+	}
+	return t
+}
+
+func TestWorkloadCells(t *testing.T) {
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	runCellCases(t, []cellCase{
+		{
+			name: "deployment",
+			gk:   schema.GroupKind{Group: "apps", Kind: "Deployment"},
+			obj: &appsv1.Deployment{
+				ObjectMeta: objMeta("web"),
+				Spec:       appsv1.DeploymentSpec{Replicas: ptr(int32(3)), Selector: selector, Template: podTemplate("nginx", "sidecar")},
+				Status:     appsv1.DeploymentStatus{ReadyReplicas: 2, UpdatedReplicas: 3, AvailableReplicas: 2},
+			},
+			want: map[string]interface{}{
+				"Name": "web", "Ready": "2/3", "Up-to-date": int64(3), "Available": int64(2), "Age": "10m",
+				"Containers": "nginx,sidecar", "Images": "nginx:1,sidecar:1", "Selector": "app=web",
+			},
+		},
+		{
+			name: "replicaset",
+			gk:   schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
+			obj: &appsv1.ReplicaSet{
+				ObjectMeta: objMeta("web-5d4f"),
+				Spec:       appsv1.ReplicaSetSpec{Replicas: ptr(int32(2)), Selector: selector, Template: podTemplate("nginx")},
+				Status:     appsv1.ReplicaSetStatus{Replicas: 2, ReadyReplicas: 1},
+			},
+			want: map[string]interface{}{
+				"Desired": int64(2), "Current": int64(2), "Ready": int64(1),
+				"Containers": "nginx", "Images": "nginx:1", "Selector": "app=web",
+			},
+		},
+		{
+			name: "daemonset",
+			gk:   schema.GroupKind{Group: "apps", Kind: "DaemonSet"},
+			obj: &appsv1.DaemonSet{
+				ObjectMeta: objMeta("agent"),
+				Spec: appsv1.DaemonSetSpec{Selector: selector, Template: func() corev1.PodTemplateSpec {
+					t := podTemplate("agent")
+					t.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux"}
+					return t
+				}()},
+				Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, CurrentNumberScheduled: 3, NumberReady: 2, UpdatedNumberScheduled: 3, NumberAvailable: 2},
+			},
+			want: map[string]interface{}{
+				"Desired": int64(3), "Current": int64(3), "Ready": int64(2), "Up-to-date": int64(3), "Available": int64(2),
+				"Node Selector": "kubernetes.io/os=linux", "Selector": "app=web",
+			},
+		},
+		{
+			name: "statefulset",
+			gk:   schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
+			obj: &appsv1.StatefulSet{
+				ObjectMeta: objMeta("db"),
+				Spec:       appsv1.StatefulSetSpec{Replicas: ptr(int32(3)), Template: podTemplate("pg")},
+				Status:     appsv1.StatefulSetStatus{ReadyReplicas: 3},
+			},
+			want: map[string]interface{}{"Ready": "3/3", "Containers": "pg", "Images": "pg:1"},
+		},
+		{
+			name: "complete job",
+			gk:   schema.GroupKind{Group: "batch", Kind: "Job"},
+			obj: &batchv1.Job{
+				ObjectMeta: objMeta("pi"),
+				Spec:       batchv1.JobSpec{Completions: ptr(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"job-name": "pi"}}, Template: podTemplate("pi")},
+				Status: batchv1.JobStatus{
+					Succeeded: 1, StartTime: ptr(ago(5 * time.Minute)), CompletionTime: ptr(ago(4*time.Minute + 30*time.Second)),
+					Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}},
+				},
+			},
+			want: map[string]interface{}{
+				"Status": "Complete", "Completions": "1/1", "Duration": "30s", "Age": "10m",
+				"Containers": "pi", "Images": "pi:1", "Selector": "job-name=pi",
+			},
+		},
+		{
+			name: "running parallel job",
+			gk:   schema.GroupKind{Group: "batch", Kind: "Job"},
+			obj: &batchv1.Job{
+				ObjectMeta: objMeta("work"),
+				Spec:       batchv1.JobSpec{Parallelism: ptr(int32(3))},
+				Status:     batchv1.JobStatus{StartTime: ptr(ago(2 * time.Minute))},
+			},
+			want: map[string]interface{}{"Status": "Running", "Completions": "0/1 of 3", "Duration": "2m", "Selector": "<none>"},
+		},
+		{
+			name: "failed job",
+			gk:   schema.GroupKind{Group: "batch", Kind: "Job"},
+			obj: &batchv1.Job{
+				ObjectMeta: objMeta("bad"),
+				Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
+					{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue},
+					{Type: batchv1.JobFailed, Status: corev1.ConditionTrue},
+				}},
+			},
+			want: map[string]interface{}{"Status": "Failed", "Completions": "0/1", "Duration": ""},
+		},
+		{
+			name: "suspended job",
+			gk:   schema.GroupKind{Group: "batch", Kind: "Job"},
+			obj: &batchv1.Job{
+				ObjectMeta: objMeta("later"),
+				Status:     batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobSuspended, Status: corev1.ConditionTrue}}},
+			},
+			want: map[string]interface{}{"Status": "Suspended"},
+		},
+		{
+			name: "cronjob never run",
+			gk:   schema.GroupKind{Group: "batch", Kind: "CronJob"},
+			obj: &batchv1.CronJob{
+				ObjectMeta: objMeta("hello"),
+				Spec: batchv1.CronJobSpec{Schedule: "*/1 * * * *", Suspend: ptr(false),
+					JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: podTemplate("hello")}}},
+			},
+			want: map[string]interface{}{
+				"Schedule": "*/1 * * * *", "Timezone": "<none>", "Suspend": "False", "Active": int64(0),
+				"Last Schedule": "<none>", "Age": "10m", "Containers": "hello", "Images": "hello:1", "Selector": "<none>",
+			},
+		},
+		{
+			name: "cronjob scheduled",
+			gk:   schema.GroupKind{Group: "batch", Kind: "CronJob"},
+			obj: &batchv1.CronJob{
+				ObjectMeta: objMeta("hello"),
+				Spec:       batchv1.CronJobSpec{Schedule: "@hourly", TimeZone: ptr("Etc/UTC")},
+				Status: batchv1.CronJobStatus{
+					Active:           []corev1.ObjectReference{{Name: "hello-1"}},
+					LastScheduleTime: ptr(ago(45 * time.Second)),
+				},
+			},
+			want: map[string]interface{}{"Timezone": "Etc/UTC", "Suspend": "<unset>", "Active": int64(1), "Last Schedule": "45s"},
+		},
+	})
+}
+
+func TestClusterCells(t *testing.T) {
+	gkHPA := schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}
+	cpu := func(target int32) autoscalingv2.MetricSpec {
+		return autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+			Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &target}}}
+	}
+	memValue := autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+		Name: corev1.ResourceMemory, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr(resource.MustParse("500Mi"))}}}
+	pods := autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
+		Metric: autoscalingv2.MetricIdentifier{Name: "qps"}, Target: autoscalingv2.MetricTarget{AverageValue: ptr(resource.MustParse("10"))}}}
+	ext := autoscalingv2.MetricSpec{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{
+		Target: autoscalingv2.MetricTarget{AverageValue: ptr(resource.MustParse("30"))}}}
+
+	gkIngress := schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}
+	rules := func(hosts ...string) []networkingv1.IngressRule {
+		out := make([]networkingv1.IngressRule, len(hosts))
+		for i, h := range hosts {
+			out[i].Host = h
+		}
+		return out
+	}
+
+	runCellCases(t, []cellCase{
+		{
+			name: "hpa cpu",
+			gk:   gkHPA,
+			obj: &autoscalingv2.HorizontalPodAutoscaler{
+				ObjectMeta: objMeta("web"),
+				Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+					ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: "Deployment", Name: "web", APIVersion: "apps/v1"},
+					MinReplicas:    ptr(int32(1)), MaxReplicas: 10, Metrics: []autoscalingv2.MetricSpec{cpu(80)},
+				},
+				Status: autoscalingv2.HorizontalPodAutoscalerStatus{
+					CurrentReplicas: 2,
+					CurrentMetrics: []autoscalingv2.MetricStatus{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricStatus{
+						Name: corev1.ResourceCPU, Current: autoscalingv2.MetricValueStatus{AverageUtilization: ptr(int32(40))}}}},
+				},
+			},
+			want: map[string]interface{}{
+				"Name": "web", "Reference": "Deployment/web", "Targets": "cpu: 40%/80%", "MinPods": "1",
+				"MaxPods": int64(10), "Replicas": int64(2), "Age": "10m",
+			},
+		},
+		{
+			name: "hpa no metrics yet",
+			gk:   gkHPA,
+			obj: &autoscalingv2.HorizontalPodAutoscaler{
+				ObjectMeta: objMeta("web"),
+				Spec:       autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: 3, Metrics: []autoscalingv2.MetricSpec{memValue, pods}},
+			},
+			want: map[string]interface{}{"Targets": "memory: <unknown>/500Mi, <unknown>/10", "MinPods": "<unset>"},
+		},
+		{
+			name: "hpa many metrics",
+			gk:   gkHPA,
+			obj: &autoscalingv2.HorizontalPodAutoscaler{
+				ObjectMeta: objMeta("web"),
+				Spec:       autoscalingv2.HorizontalPodAutoscalerSpec{Metrics: []autoscalingv2.MetricSpec{ext, cpu(50), pods}},
+			},
+			want: map[string]interface{}{"Targets": "<unknown>/30 (avg), cpu: <unknown>/50% + 1 more..."},
+		},
+		{
+			name: "hpa without metrics",
+			gk:   gkHPA,
+			obj:  &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objMeta("web")},
+			want: map[string]interface{}{"Targets": "<none>"},
+		},
+		{
+			name: "endpointslice",
+			gk:   schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"},
+			obj: &discoveryv1.EndpointSlice{
+				ObjectMeta:  objMeta("web-abc"),
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Ports:       []discoveryv1.EndpointPort{{Port: ptr(int32(80))}, {Name: ptr("metrics")}, {}},
+				Endpoints: []discoveryv1.Endpoint{
+					{Addresses: []string{"10.0.0.1"}}, {Addresses: []string{"10.0.0.2"}},
+					{Addresses: []string{"10.0.0.3"}}, {Addresses: []string{"10.0.0.4"}},
+				},
+			},
+			want: map[string]interface{}{"AddressType": "IPv4", "Ports": "80,metrics,*", "Endpoints": "10.0.0.1,10.0.0.2,10.0.0.3 + 1 more..."},
+		},
+		{
+			name: "empty endpointslice",
+			gk:   schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"},
+			obj:  &discoveryv1.EndpointSlice{ObjectMeta: objMeta("web-abc"), AddressType: discoveryv1.AddressTypeIPv4},
+			want: map[string]interface{}{"Ports": "<unset>", "Endpoints": "<unset>"},
+		},
+		{
+			name: "lease",
+			gk:   schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"},
+			obj:  &coordinationv1.Lease{ObjectMeta: objMeta("kube-scheduler"), Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("cp_1234")}},
+			want: map[string]interface{}{"Name": "kube-scheduler", "Holder": "cp_1234", "Age": "10m"},
+		},
+		{
+			name: "default storage class",
+			gk:   schema.GroupKind{Group: "storage.k8s.io", Kind: "StorageClass"},
+			obj: &storagev1.StorageClass{
+				ObjectMeta:  metav1.ObjectMeta{Name: "standard", CreationTimestamp: created, Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+				Provisioner: "rancher.io/local-path",
+			},
+			want: map[string]interface{}{
+				"Name": "standard (default)", "Provisioner": "rancher.io/local-path", "ReclaimPolicy": "Delete",
+				"VolumeBindingMode": "Immediate", "AllowVolumeExpansion": false, "Age": "10m",
+			},
+		},
+		{
+			name: "storage class",
+			gk:   schema.GroupKind{Group: "storage.k8s.io", Kind: "StorageClass"},
+			obj: &storagev1.StorageClass{
+				ObjectMeta:           objMeta("fast"),
+				ReclaimPolicy:        ptr(corev1.PersistentVolumeReclaimRetain),
+				VolumeBindingMode:    ptr(storagev1.VolumeBindingWaitForFirstConsumer),
+				AllowVolumeExpansion: ptr(true),
+			},
+			want: map[string]interface{}{"Name": "fast", "ReclaimPolicy": "Retain", "VolumeBindingMode": "WaitForFirstConsumer", "AllowVolumeExpansion": true},
+		},
+		{
+			name: "ingress",
+			gk:   gkIngress,
+			obj: &networkingv1.Ingress{
+				ObjectMeta: objMeta("web"),
+				Spec:       networkingv1.IngressSpec{IngressClassName: ptr("nginx"), Rules: rules("a.example.com", "b.example.com"), TLS: []networkingv1.IngressTLS{{}}},
+				Status: networkingv1.IngressStatus{LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{
+					{IP: "192.168.49.2"}, {Hostname: "lb.example.com"},
+				}}},
+			},
+			want: map[string]interface{}{
+				"Class": "nginx", "Hosts": "a.example.com,b.example.com", "Address": "192.168.49.2,lb.example.com", "Ports": "80, 443", "Age": "10m",
+			},
+		},
+		{
+			name: "ingress catch-all",
+			gk:   gkIngress,
+			obj:  &networkingv1.Ingress{ObjectMeta: objMeta("web"), Spec: networkingv1.IngressSpec{Rules: rules("")}},
+			want: map[string]interface{}{"Class": "<none>", "Hosts": "*", "Address": "", "Ports": "80"},
+		},
+		{
+			name: "ingress many hosts",
+			gk:   gkIngress,
+			obj:  &networkingv1.Ingress{ObjectMeta: objMeta("web"), Spec: networkingv1.IngressSpec{Rules: rules("a", "", "b", "c", "d")}},
+			want: map[string]interface{}{"Hosts": "a,b,c + 2 more..."},
+		},
+	})
+}
+
+// zeroObjects holds an empty object of every kind with a printer.
+var zeroObjects = map[schema.GroupKind]runtime.Object{
+	{Kind: "Pod"}:                                           &corev1.Pod{},
+	{Kind: "Node"}:                                          &corev1.Node{},
+	{Kind: "Namespace"}:                                     &corev1.Namespace{},
+	{Kind: "Service"}:                                       &corev1.Service{},
+	{Kind: "Endpoints"}:                                     &corev1.Endpoints{},
+	{Kind: "ConfigMap"}:                                     &corev1.ConfigMap{},
+	{Kind: "Secret"}:                                        &corev1.Secret{},
+	{Kind: "Event"}:                                         &corev1.Event{},
+	{Kind: "ServiceAccount"}:                                &corev1.ServiceAccount{},
+	{Kind: "PersistentVolume"}:                              &corev1.PersistentVolume{},
+	{Kind: "PersistentVolumeClaim"}:                         &corev1.PersistentVolumeClaim{},
+	{Group: "apps", Kind: "Deployment"}:                     &appsv1.Deployment{},
+	{Group: "apps", Kind: "ReplicaSet"}:                     &appsv1.ReplicaSet{},
+	{Group: "apps", Kind: "DaemonSet"}:                      &appsv1.DaemonSet{},
+	{Group: "apps", Kind: "StatefulSet"}:                    &appsv1.StatefulSet{},
+	{Group: "batch", Kind: "Job"}:                           &batchv1.Job{},
+	{Group: "batch", Kind: "CronJob"}:                       &batchv1.CronJob{},
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}: &autoscalingv2.HorizontalPodAutoscaler{},
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:      &discoveryv1.EndpointSlice{},
+	{Group: "coordination.k8s.io", Kind: "Lease"}:           &coordinationv1.Lease{},
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:         &storagev1.StorageClass{},
+	{Group: "networking.k8s.io", Kind: "Ingress"}:           &networkingv1.Ingress{},
+}
+
+// TestColumnDefinitions checks every printer's columns are well formed and
+// that it renders exactly one cell per column even for an empty object.
+func TestColumnDefinitions(t *testing.T) {
+	if len(zeroObjects) != len(registry) {
+		t.Errorf("zeroObjects covers %d kinds, registry has %d", len(zeroObjects), len(registry))
+	}
+	validType := map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "date": true}
+	check := func(t *testing.T, p Printer) {
+		names := 0
+		seen := map[string]bool{}
+		for _, c := range p.Columns {
+			if !validType[c.Type] {
+				t.Errorf("column %q: bad type %q", c.Name, c.Type)
+			}
+			if c.Description == "" {
+				t.Errorf("column %q: no description", c.Name)
+			}
+			if c.Priority != 0 && c.Priority != 1 {
+				t.Errorf("column %q: priority %d", c.Name, c.Priority)
+			}
+			if seen[c.Name] {
+				t.Errorf("duplicate column %q", c.Name)
+			}
+			seen[c.Name] = true
+			if c.Format == "name" {
+				names++
+				if c.Name != "Name" || c.Type != "string" {
+					t.Errorf("name column is %q/%q", c.Name, c.Type)
+				}
+			}
+		}
+		if names != 1 {
+			t.Errorf("%d name columns, want 1", names)
+		}
+	}
+	for gk, obj := range zeroObjects {
+		t.Run(gk.String(), func(t *testing.T) {
+			p, ok := Lookup(gk)
+			if !ok {
+				t.Fatal("no printer")
+			}
+			check(t, p)
+			if gk.Kind != "Event" && (p.Columns[0].Name != "Name" || p.Columns[0].Format != "name") {
+				t.Errorf("first column is %q, want Name", p.Columns[0].Name)
+			}
+			if cells := p.Cells(obj, now); len(cells) != len(p.Columns) {
+				t.Errorf("%d cells for %d columns", len(cells), len(p.Columns))
+			}
+		})
+	}
+	t.Run("Default", func(t *testing.T) { check(t, Default) })
+}
+
+func TestWideColumns(t *testing.T) {
+	wideNames := func(gk schema.GroupKind) (normal, wide []string) {
+		p, _ := Lookup(gk)
+		for _, c := range p.Columns {
+			if c.Priority == 0 {
+				normal = append(normal, c.Name)
+			} else {
+				wide = append(wide, c.Name)
+			}
+		}
+		return normal, wide
+	}
+	for _, tc := range []struct {
+		gk           schema.GroupKind
+		normal, wide []string
+	}{
+		{gkPod, []string{"Name", "Ready", "Status", "Restarts", "Age"}, []string{"IP", "Node", "Nominated Node", "Readiness Gates"}},
+		{gkNode, []string{"Name", "Status", "Roles", "Age", "Version"}, []string{"Internal-IP", "External-IP", "OS-Image", "Kernel-Version", "Container-Runtime"}},
+		{gkService, []string{"Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age"}, []string{"Selector"}},
+		{gkEvent, []string{"Last Seen", "Type", "Reason", "Object", "Message"}, []string{"Subobject", "Source", "First Seen", "Count", "Name"}},
+		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, []string{"Name", "Ready", "Up-to-date", "Available", "Age"}, []string{"Containers", "Images", "Selector"}},
+		{schema.GroupKind{Group: "batch", Kind: "Job"}, []string{"Name", "Status", "Completions", "Duration", "Age"}, []string{"Containers", "Images", "Selector"}},
+		{schema.GroupKind{Group: "batch", Kind: "CronJob"}, []string{"Name", "Schedule", "Timezone", "Suspend", "Active", "Last Schedule", "Age"}, []string{"Containers", "Images", "Selector"}},
+		{schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, []string{"Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"}, nil},
+	} {
+		normal, wide := wideNames(tc.gk)
+		if !reflect.DeepEqual(normal, tc.normal) || !reflect.DeepEqual(wide, tc.wide) {
+			t.Errorf("%v: columns %v wide %v, want %v wide %v", tc.gk, normal, wide, tc.normal, tc.wide)
+		}
+	}
+}
+
+func TestLookup(t *testing.T) {
+	if _, ok := Lookup(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"}); ok {
+		t.Error("Role should have no specific printer")
+	}
+	if _, ok := Lookup(schema.GroupKind{Group: "apps", Kind: "Pod"}); ok {
+		t.Error("group must be part of the key")
+	}
+	p, _ := Lookup(gkPod)
+	p.Columns[0].Name = "changed"
+	if q, _ := Lookup(gkPod); q.Columns[0].Name != "Name" {
+		t.Error("Lookup must hand out a copy of the columns")
+	}
+}
+
+func TestDefault(t *testing.T) {
+	want := []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name", Description: objectMetaDoc["name"]},
+		{Name: "Created At", Type: "date", Description: objectMetaDoc["creationTimestamp"]},
+	}
+	if !reflect.DeepEqual(Default.Columns, want) {
+		t.Errorf("columns = %+v", Default.Columns)
+	}
+	local := time.FixedZone("CEST", 2*60*60)
+	role := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: "reader", CreationTimestamp: metav1.NewTime(time.Date(2025, 5, 1, 10, 30, 0, 0, local)),
+	}}
+	got := Default.Cells(role, now)
+	if w := []interface{}{"reader", "2025-05-01T08:30:00Z"}; !reflect.DeepEqual(got, w) {
+		t.Errorf("cells = %#v, want %#v", got, w)
+	}
+}
+
+func TestUnstructuredAndForeignObjects(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata":   map[string]interface{}{"name": "web", "creationTimestamp": created.UTC().Format(time.RFC3339)},
+		"spec":       map[string]interface{}{"replicas": int64(4)},
+		"status":     map[string]interface{}{"readyReplicas": int64(4)},
+	}}
+	got := render(t, schema.GroupKind{Group: "apps", Kind: "Deployment"}, u)
+	if got["Name"] != "web" || got["Ready"] != "4/4" || got["Age"] != "10m" {
+		t.Errorf("unstructured deployment rendered as %v", got)
+	}
+
+	// A Pod handed to the Service printer: name only, other cells empty.
+	got = render(t, gkService, pod(1, nil))
+	if got["Name"] != "web" || got["Type"] != nil {
+		t.Errorf("foreign object rendered as %v", got)
+	}
+}

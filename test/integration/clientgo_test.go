@@ -1,0 +1,249 @@
+package integration
+
+import (
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+func testDeployment(name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.25"}}},
+			},
+		},
+	}
+}
+
+func TestClientGoCRUD(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	deps := c.client.AppsV1().Deployments("default")
+
+	created, err := deps.Create(ctx, testDeployment("web", 2), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.UID == "" || created.ResourceVersion == "" || created.Generation != 1 || created.CreationTimestamp.IsZero() {
+		t.Fatalf("server-set metadata missing: %+v", created.ObjectMeta)
+	}
+	if created.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || *created.Spec.RevisionHistoryLimit != 10 {
+		t.Fatalf("defaults not applied: %+v", created.Spec)
+	}
+	if _, err := deps.Create(ctx, testDeployment("web", 2), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("duplicate create: %v, want AlreadyExists", err)
+	}
+
+	// A spec change bumps generation; a stale resourceVersion conflicts.
+	created.Spec.Replicas = ptr.To[int32](3)
+	updated, err := deps.Update(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if updated.Generation != 2 {
+		t.Fatalf("generation = %d, want 2", updated.Generation)
+	}
+	if _, err := deps.Update(ctx, created, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("stale update: %v, want Conflict", err)
+	}
+
+	// Status goes through /status only.
+	updated.Status.Replicas = 3
+	st, err := deps.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if err != nil || st.Status.Replicas != 3 || st.Generation != 2 {
+		t.Fatalf("update status: %+v %v", st.Status, err)
+	}
+	st.Status.Replicas = 7
+	st.Labels["extra"] = "yes"
+	main, err := deps.Update(ctx, st, metav1.UpdateOptions{})
+	if err != nil || main.Status.Replicas != 3 || main.Labels["extra"] != "yes" {
+		t.Fatalf("status changed through the main resource: %+v %v", main.Status, err)
+	}
+
+	// The three patch types.
+	if p, err := deps.Patch(ctx, "web", types.MergePatchType, []byte(`{"metadata":{"labels":{"merge":"1"}}}`), metav1.PatchOptions{}); err != nil || p.Labels["merge"] != "1" {
+		t.Fatalf("merge patch: %v", err)
+	}
+	if p, err := deps.Patch(ctx, "web", types.JSONPatchType, []byte(`[{"op":"replace","path":"/spec/replicas","value":5}]`), metav1.PatchOptions{}); err != nil || *p.Spec.Replicas != 5 {
+		t.Fatalf("json patch: %v", err)
+	}
+	smp := `{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox"}]}}}}`
+	p, err := deps.Patch(ctx, "web", types.StrategicMergePatchType, []byte(smp), metav1.PatchOptions{})
+	if err != nil || len(p.Spec.Template.Spec.Containers) != 2 {
+		t.Fatalf("strategic merge patch should merge containers by name: %v %+v", err, p.Spec.Template.Spec.Containers)
+	}
+
+	// Scale subresource.
+	scale, err := deps.GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil || scale.Spec.Replicas != 5 || scale.Status.Selector != "app=web" {
+		t.Fatalf("get scale: %+v %v", scale, err)
+	}
+	scale.Spec.Replicas = 1
+	if _, err := deps.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := deps.Get(ctx, "web", metav1.GetOptions{}); *d.Spec.Replicas != 1 {
+		t.Fatalf("replicas after scale = %d", *d.Spec.Replicas)
+	}
+
+	// Finalizers hold a deleted object until they are removed.
+	if _, err := deps.Patch(ctx, "web", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := deps.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := deps.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || held.DeletionTimestamp == nil {
+		t.Fatalf("object with finalizer: %v %+v", err, held)
+	}
+	if _, err := deps.Patch(ctx, "web", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deps.Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after finalizers cleared: %v, want NotFound", err)
+	}
+}
+
+func TestListSelectorsAndPaging(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	cms := c.client.CoreV1().ConfigMaps("default")
+	for i := 0; i < 25; i++ {
+		tier := "back"
+		if i%2 == 0 {
+			tier = "front"
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-" + strconv.Itoa(i), Labels: map[string]string{"tier": tier}}}
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	front, err := cms.List(ctx, metav1.ListOptions{LabelSelector: "tier=front"})
+	if err != nil || len(front.Items) != 13 {
+		t.Fatalf("label selector: %d items, %v", len(front.Items), err)
+	}
+	one, err := cms.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=cm-3"})
+	if err != nil || len(one.Items) != 1 {
+		t.Fatalf("field selector: %v", err)
+	}
+	notOne, err := cms.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name!=cm-3"})
+	if err != nil || len(notOne.Items) != 24 {
+		t.Fatalf("!= field selector: %d %v", len(notOne.Items), err)
+	}
+	if _, err := cms.List(ctx, metav1.ListOptions{FieldSelector: "spec.bogus=1"}); !apierrors.IsBadRequest(err) {
+		t.Fatalf("unknown field label: %v, want BadRequest", err)
+	}
+	seen := map[string]bool{}
+	opts := metav1.ListOptions{Limit: 4, LabelSelector: "tier=back"}
+	pages := 0
+	for {
+		page, err := cms.List(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, it := range page.Items {
+			seen[it.Name] = true
+		}
+		// A write between pages does not show up: pages read one snapshot.
+		if pages == 1 {
+			_, _ = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-99", Labels: map[string]string{"tier": "back"}}}, metav1.CreateOptions{})
+		}
+		if page.Continue == "" {
+			break
+		}
+		opts.Continue = page.Continue
+	}
+	if len(seen) != 12 || pages != 3 || seen["cm-99"] {
+		t.Fatalf("paged %d pages, %d items (cm-99 seen: %v)", pages, len(seen), seen["cm-99"])
+	}
+}
+
+func TestInformerSeesChanges(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	factory := informers.NewSharedInformerFactory(c.client, 0)
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	var mu sync.Mutex
+	events := map[string]int{}
+	record := func(kind string) {
+		mu.Lock()
+		events[kind]++
+		mu.Unlock()
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { record("add") },
+		UpdateFunc: func(_, _ any) { record("update") },
+		DeleteFunc: func(any) { record("delete") },
+	})
+	if _, err := c.client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync (does the server implement sendInitialEvents?)")
+	}
+	cms := c.client.CoreV1().ConfigMaps("default")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "live"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"k": "v"}
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "live", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		ok := events["add"] >= 2 && events["update"] >= 1 && events["delete"] >= 1
+		mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("informer events = %v, want 2 adds, an update and a delete", events)
+}
+
+func TestRestartKeepsStateAndRevisionsGrow(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	cm, err := c.client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := strconv.ParseInt(cm.ResourceVersion, 10, 64)
+	c.restart()
+	ctx = ctxT(t)
+	got, err := c.client.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{})
+	if err != nil || got.Data["a"] != "b" || got.UID != cm.UID {
+		t.Fatalf("after restart: %+v %v", got, err)
+	}
+	next, err := c.client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := strconv.ParseInt(next.ResourceVersion, 10, 64); after <= before {
+		t.Fatalf("resourceVersion went from %d to %d across a restart", before, after)
+	}
+}
