@@ -385,7 +385,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, res *regis
 	if err != nil {
 		return err
 	}
-	_, err = s.update(r.Context(), res, info.Namespace, info.Name, mainResource, func(current runtime.Object) (runtime.Object, error) {
+	_, err = s.update(r.Context(), res, info.Namespace, info.Name, bindingResource, func(current runtime.Object) (runtime.Object, error) {
 		pod := current.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(res.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))

@@ -152,6 +152,9 @@ const (
 	statusResource subresource = "status"
 	// finalizeResource is the namespace's spec.finalizers.
 	finalizeResource subresource = "finalize"
+	// bindingResource is the scheduler setting a pod's node: the one spec
+	// change that a pod update may not make.
+	bindingResource subresource = "binding"
 )
 
 // update is the read-mutate-write loop shared by PUT, PATCH and the
@@ -232,8 +235,11 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 		copyField(obj, desired, "Spec")
 	default:
 		obj = desired
-		if res.Status {
+		if res.Status && sub != bindingResource {
 			copyField(obj, current, "Status")
+		}
+		if res.PrepareForUpdate != nil {
+			res.PrepareForUpdate(obj, current)
 		}
 	}
 	om, _ := meta.Accessor(obj)
@@ -248,7 +254,11 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 	om.SetResourceVersion(cm.GetResourceVersion())
 	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
 	defaults.Default(obj)
-	if errs := validation.ValidateUpdate(obj, current, res.Namespaced); len(errs) > 0 {
+	validate := validation.ValidateUpdate
+	if sub == bindingResource {
+		validate = func(obj, _ runtime.Object, namespaced bool) field.ErrorList { return validation.Validate(obj, namespaced) }
+	}
+	if errs := validate(obj, current, res.Namespaced); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), om.GetName(), errs)
 	}
 	if cm.GetDeletionTimestamp() != nil && len(om.GetFinalizers()) > len(cm.GetFinalizers()) && !subset(om.GetFinalizers(), cm.GetFinalizers()) {

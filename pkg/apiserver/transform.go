@@ -3,7 +3,6 @@ package apiserver
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -48,13 +47,13 @@ func (s *Server) toTable(res *registry.Resource, objs []runtime.Object, listMeta
 }
 
 func partialMetadata(obj runtime.Object) (*metav1.PartialObjectMetadata, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, err
-	}
-	om, ok := m.(*metav1.ObjectMeta)
+	oma, ok := obj.(metav1.ObjectMetaAccessor)
 	if !ok {
-		return nil, fmt.Errorf("unexpected metadata type %T", m)
+		return nil, fmt.Errorf("%T has no object metadata", obj)
+	}
+	om, ok := oma.GetObjectMeta().(*metav1.ObjectMeta)
+	if !ok {
+		return nil, fmt.Errorf("unexpected metadata type %T", oma.GetObjectMeta())
 	}
 	return &metav1.PartialObjectMetadata{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},

@@ -27,9 +27,10 @@ func Builtin() []*Resource {
 			FieldLabels: nodeFields, NoGeneration: true},
 		{GroupVersionResource: gvr("", "v1", "pods"), Kind: "Pod", Namespaced: true, ShortNames: []string{"po"},
 			Categories: []string{"all"}, Status: true, Binding: true, FieldLabels: podFields,
-			PrepareForCreate: preparePod, GracefulDelete: podGracefulDelete},
+			GracefulDelete: podGracefulDelete},
 		{GroupVersionResource: gvr("", "v1", "services"), Kind: "Service", Namespaced: true, ShortNames: []string{"svc"},
-			Categories: []string{"all"}, Status: true, FieldLabels: serviceFields, NoGeneration: true},
+			Categories: []string{"all"}, Status: true, FieldLabels: serviceFields, NoGeneration: true,
+			PrepareForUpdate: keepServiceAllocations},
 		{GroupVersionResource: gvr("", "v1", "endpoints"), Kind: "Endpoints", Namespaced: true, ShortNames: []string{"ep"}, NoGeneration: true},
 		{GroupVersionResource: gvr("", "v1", "configmaps"), Kind: "ConfigMap", Namespaced: true, ShortNames: []string{"cm"}, NoGeneration: true},
 		{GroupVersionResource: gvr("", "v1", "secrets"), Kind: "Secret", Namespaced: true, Encrypted: true,
@@ -116,37 +117,6 @@ func jobFields(obj runtime.Object) fields.Set {
 	return fields.Set{"status.successful": strconv.Itoa(int(obj.(*batchv1.Job).Status.Succeeded))}
 }
 
-// preparePod gives a new pod the status Kubernetes gives it: Pending, nothing observed yet.
-func preparePod(obj runtime.Object) {
-	p := obj.(*corev1.Pod)
-	p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
-}
-
-// qosClass follows Kubernetes' rules: Guaranteed when every container has
-// equal cpu and memory requests and limits, BestEffort when none has any.
-func qosClass(p *corev1.Pod) corev1.PodQOSClass {
-	any, guaranteed := false, true
-	for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
-		if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
-			any = true
-		}
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			l, hasLimit := c.Resources.Limits[name]
-			r, hasReq := c.Resources.Requests[name]
-			if !hasLimit || (hasReq && r.Cmp(l) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !any:
-		return corev1.PodQOSBestEffort
-	case guaranteed:
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
-}
-
 // podGracefulDelete: a pod bound to a node stays (Terminating) until its
 // kubelet has stopped the containers and deletes it with grace 0.
 func podGracefulDelete(obj runtime.Object, requested *int64) (int64, bool) {
@@ -209,4 +179,28 @@ func ScaleOf(r *Resource, obj runtime.Object) (*autoscalingv1.Scale, error) {
 		}
 	}
 	return s, nil
+}
+
+// keepServiceAllocations keeps the cluster IPs and node ports an update
+// leaves out, as Kubernetes does: clients never have to echo allocations.
+func keepServiceAllocations(obj, old runtime.Object) {
+	svc, prev := obj.(*corev1.Service), old.(*corev1.Service)
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = nil, nil
+		return
+	}
+	if svc.Spec.ClusterIP == "" && prev.Spec.Type != corev1.ServiceTypeExternalName {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = prev.Spec.ClusterIP, prev.Spec.ClusterIPs
+	}
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].NodePort != 0 {
+			continue
+		}
+		for _, p := range prev.Spec.Ports {
+			if p.Port == svc.Spec.Ports[i].Port && p.Protocol == svc.Spec.Ports[i].Protocol {
+				svc.Spec.Ports[i].NodePort = p.NodePort
+			}
+		}
+	}
 }

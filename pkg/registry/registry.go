@@ -30,6 +30,9 @@ type Resource struct {
 	FieldLabels func(obj runtime.Object) fields.Set
 	// PrepareForCreate adjusts a new object after defaulting (e.g. initial status).
 	PrepareForCreate func(obj runtime.Object)
+	// PrepareForUpdate carries over what an update may leave out (e.g. a
+	// service's allocated clusterIP) before validation.
+	PrepareForUpdate func(obj, old runtime.Object)
 	// GracefulDelete says whether deleting obj must wait for someone (the
 	// kubelet) to finish it, and the grace period to record.
 	GracefulDelete func(obj runtime.Object, requested *int64) (grace int64, graceful bool)

@@ -1,0 +1,27 @@
+// Package defaults owns server-side defaulting for every built-in kind that
+// the minik8s apiserver serves through its generic registry.
+//
+// The single entry point is Default, which the registry calls on the decoded
+// object before validation on both create and update. It fills the values the
+// real kube-apiserver fills through its versioned defaulting functions (for
+// example Pod restartPolicy, container imagePullPolicy, Service type and
+// targetPort, Deployment strategy), plus a few values that upstream applies
+// at the same point of the request through conversion or built-in admission
+// plugins and that clients expect to see in stored objects:
+//
+//   - Pod: serviceAccountName "default" (ServiceAccount admission), priority 0
+//     and preemptionPolicy (Priority admission), the not-ready/unreachable
+//     NoExecute tolerations of 300s (DefaultTolerationSeconds admission),
+//     status.phase Pending and status.qosClass (pod strategy), and the
+//     deprecated spec.serviceAccount mirror of spec.serviceAccountName.
+//   - Secret: stringData is merged into data and cleared (v1 conversion).
+//   - Namespace: spec.finalizers ["kubernetes"] on namespaces that are not
+//     being deleted (namespace strategy) and the
+//     kubernetes.io/metadata.name label.
+//   - Service: ipFamilyPolicy SingleStack and ipFamilies (service registry).
+//
+// Default is idempotent: calling it on an already-defaulted object leaves the
+// object unchanged. Kinds it does not know are left untouched. It never
+// allocates anything (cluster IPs, node ports, UIDs, generated selectors):
+// that is the job of the kind-specific registry code.
+package defaults

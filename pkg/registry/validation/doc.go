@@ -1,0 +1,35 @@
+// Package validation owns the server-side validation of every built-in kind
+// the minik8s apiserver serves through its generic registry.
+//
+// The registry calls, after defaults.Default:
+//
+//	Validate(obj, namespaced)            on create
+//	ValidateUpdate(obj, old, namespaced) on update
+//
+// Both return a field.ErrorList whose entries carry Kubernetes' field paths
+// and messages (for example "spec.containers[0].image: Required value"), so
+// the caller can answer 422 with apierrors.NewInvalid(groupKind, name, errs).
+// namespaced says whether the kind is namespace-scoped: namespaced objects
+// must carry metadata.namespace, cluster-scoped ones must not.
+//
+// Coverage: ObjectMeta for every kind (name rule per kind, labels,
+// annotations, owner references, finalizers), plus the spec checks users meet
+// in practice for core/v1 Namespace, Node, Pod, PodTemplate, Service,
+// Endpoints, ConfigMap, Secret, Event, ServiceAccount, PersistentVolume,
+// PersistentVolumeClaim; apps/v1 Deployment, ReplicaSet; batch/v1 Job,
+// CronJob; autoscaling/v2 HorizontalPodAutoscaler; discovery.k8s.io/v1
+// EndpointSlice; coordination.k8s.io/v1 Lease; storage.k8s.io/v1
+// StorageClass; networking.k8s.io/v1 Ingress. Other kinds get ObjectMeta
+// checks only, with path-segment name rules (the rule RBAC kinds use).
+//
+// ValidateUpdate runs everything Validate does plus the metadata update
+// rules (name/namespace/uid immutable, resourceVersion required) and the
+// per-kind immutability rules: Pod spec (except images, activeDeadlineSeconds,
+// added tolerations, removed scheduling gates), Deployment/ReplicaSet/Job
+// selectors, Job template, Service clusterIP, PVC spec (except storage
+// growth, first binding), PV source, StorageClass parameters, immutable
+// ConfigMaps/Secrets, Secret type, EndpointSlice addressType, Node podCIDR.
+//
+// It is a deliberately small re-implementation of upstream's
+// pkg/apis/*/validation; it does not try to cover every field.
+package validation
