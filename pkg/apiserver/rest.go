@@ -256,7 +256,9 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 	defaults.Default(obj)
 	validate := validation.ValidateUpdate
 	if sub == bindingResource {
-		validate = func(obj, _ runtime.Object, namespaced bool) field.ErrorList { return validation.Validate(obj, namespaced) }
+		validate = func(obj, _ runtime.Object, namespaced bool) field.ErrorList {
+			return validation.Validate(obj, namespaced)
+		}
 	}
 	if errs := validate(obj, current, res.Namespaced); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), om.GetName(), errs)
@@ -447,4 +449,3 @@ func randomSuffix() string {
 	}
 	return string(b)
 }
-
