@@ -138,6 +138,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	log.Info("apiserver serving", "url", url, "kubeconfig", kubeconfig)
+	controllersDone, err := startControllers(ctx, url, bundle, log)
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
+	defer func() { <-controllersDone }()
 	if cfg.Ready != nil {
 		cfg.Ready(ControlPlane{URL: url, KubeconfigPath: kubeconfig, EtcdEndpoint: etcdEndpoint, Server: api, Bundle: bundle})
 	}

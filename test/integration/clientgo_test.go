@@ -247,3 +247,40 @@ func TestRestartKeepsStateAndRevisionsGrow(t *testing.T) {
 		t.Fatalf("resourceVersion went from %d to %d across a restart", before, after)
 	}
 }
+
+func TestNamespaceDeletionRemovesContent(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	if _, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client.CoreV1().ConfigMaps("doomed").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client.AppsV1().Deployments("doomed").Create(ctx, testDeployment("web", 1), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client.CoreV1().ConfigMaps("missing").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("create in a missing namespace: %v, want NotFound", err)
+	}
+	if err := c.client.CoreV1().Namespaces().Delete(ctx, "doomed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := c.client.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace still there after 30s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if cms, _ := c.client.CoreV1().ConfigMaps("doomed").List(ctx, metav1.ListOptions{}); len(cms.Items) != 0 {
+		t.Fatalf("configmaps left behind: %d", len(cms.Items))
+	}
+	if ds, _ := c.client.AppsV1().Deployments("doomed").List(ctx, metav1.ListOptions{}); len(ds.Items) != 0 {
+		t.Fatalf("deployments left behind: %d", len(ds.Items))
+	}
+}

@@ -1,0 +1,187 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Controller empties and finalizes namespaces that are being deleted.
+type Controller struct {
+	client    kubernetes.Interface
+	dynamic   dynamic.Interface
+	discovery discovery.DiscoveryInterface
+	lister    corelisters.NamespaceLister
+	synced    cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+	log       *slog.Logger
+	// recheck is how soon a namespace whose content is still going away
+	// (pods terminating gracefully, finalizers) is looked at again.
+	recheck time.Duration
+}
+
+// New wires the controller to a shared informer factory.
+func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, log *slog.Logger) *Controller {
+	inf := factory.Core().V1().Namespaces()
+	c := &Controller{
+		client: client, dynamic: dyn, discovery: client.Discovery(),
+		lister: inf.Lister(), synced: inf.Informer().HasSynced,
+		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"}),
+		log:     log.With("controller", "namespace"),
+		recheck: 2 * time.Second,
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+	})
+	return c
+}
+
+// Start runs workers until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return ctx.Err()
+	}
+	go wait.UntilWithContext(ctx, c.work, time.Second)
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) work(ctx context.Context) {
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return
+		}
+		requeue, err := c.Reconcile(ctx, key)
+		switch {
+		case err != nil:
+			c.log.Warn("reconcile failed", "namespace", key, "err", err)
+			c.queue.AddRateLimited(key)
+		case requeue:
+			c.queue.Forget(key)
+			c.queue.AddAfter(key, c.recheck)
+		default:
+			c.queue.Forget(key)
+		}
+		c.queue.Done(key)
+	}
+}
+
+// Reconcile moves one namespace toward deletion. It reports whether
+// content is still going away and the namespace must be looked at again.
+func (c *Controller) Reconcile(ctx context.Context, name string) (bool, error) {
+	ns, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if ns.DeletionTimestamp == nil || !hasFinalizer(ns) {
+		return false, nil
+	}
+	remaining, err := c.deleteContent(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	if remaining > 0 {
+		return true, nil
+	}
+	return false, c.finalize(ctx, ns)
+}
+
+// deleteContent issues a delete for everything in the namespace and
+// returns how many objects still exist.
+func (c *Controller) deleteContent(ctx context.Context, ns string) (int, error) {
+	lists, err := c.discovery.ServerPreferredNamespacedResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return 0, fmt.Errorf("discover namespaced resources: %w", err)
+	}
+	remaining := 0
+	var errs []error
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if !hasVerbs(r.Verbs, "list", "deletecollection") {
+				continue
+			}
+			client := c.dynamic.Resource(gv.WithResource(r.Name)).Namespace(ns)
+			background := metav1.DeletePropagationBackground
+			if err := client.DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &background}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("delete %s in %s: %w", r.Name, ns, err))
+				continue
+			}
+			left, err := client.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			remaining += len(left.Items)
+		}
+	}
+	return remaining, errors.Join(errs...)
+}
+
+func (c *Controller) finalize(ctx context.Context, ns *corev1.Namespace) error {
+	ns = ns.DeepCopy()
+	kept := ns.Spec.Finalizers[:0]
+	for _, f := range ns.Spec.Finalizers {
+		if f != corev1.FinalizerKubernetes {
+			kept = append(kept, f)
+		}
+	}
+	ns.Spec.Finalizers = kept
+	_, err := c.client.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func hasFinalizer(ns *corev1.Namespace) bool {
+	for _, f := range ns.Spec.Finalizers {
+		if f == corev1.FinalizerKubernetes {
+			return true
+		}
+	}
+	return false
+}
+
+func hasVerbs(have metav1.Verbs, want ...string) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			if h == w {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
