@@ -5,7 +5,7 @@ BIN       := bin
 DATA_DIR  ?= $(CURDIR)/_output/cluster
 PORT      ?= 6443
 GOFLAGS   ?=
-export PATH := $(shell $(GO) env GOROOT 2>/dev/null)/bin:$(HOME)/go/bin:$(PATH)
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 
 .PHONY: help build up down test test-unit test-integration verify bench deps clean
 

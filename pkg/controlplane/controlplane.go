@@ -32,6 +32,9 @@ type Config struct {
 	// Hosts are extra names and IPs for the serving certificate.
 	Hosts  []string
 	Logger *slog.Logger
+	// BookmarkInterval is how often watches that allow bookmarks get one
+	// (0: the apiserver's default, a minute).
+	BookmarkInterval time.Duration
 	// Ready, when set, is called once the apiserver serves.
 	Ready func(ControlPlane)
 }
@@ -105,7 +108,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	api, err := apiserver.New(apiserver.Config{
-		Store: store, EncryptionKey: key, Logger: log,
+		Store: store, EncryptionKey: key, Logger: log, BookmarkInterval: cfg.BookmarkInterval,
 		Authenticator: authn.Union(authn.NewX509(bundle.CAPool), tokens),
 	})
 	if err != nil {

@@ -43,7 +43,8 @@ func (c *cluster) start() {
 	go func() {
 		c.done <- controlplane.Run(ctx, controlplane.Config{
 			DataDir: c.dataDir, BindAddress: "127.0.0.1", Port: 0, Logger: log,
-			Ready: func(cp controlplane.ControlPlane) { ready <- cp },
+			BookmarkInterval: time.Second,
+			Ready:            func(cp controlplane.ControlPlane) { ready <- cp },
 		})
 	}()
 	select {
