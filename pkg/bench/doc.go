@@ -1,0 +1,45 @@
+// Package bench measures the apiserver's throughput and latency, and the
+// raw etcd underneath it for comparison: `minik8s bench api`.
+//
+// It is a benchmark, not a test: Run prints figures and never judges them.
+//
+// # What is measured
+//
+// For each concurrency (1, 16 and 64 clients by default) and each
+// operation, a pool of that many workers issues requests back to back for
+// a fixed duration (or a fixed number of requests per phase) and every
+// request's latency is recorded:
+//
+//   - etcd put: a Put of a value as large as a stored ConfigMap, on a fresh
+//     key, straight to etcd with go.etcd.io/etcd/client/v3 — the physical
+//     limit a write through the apiserver cannot beat;
+//   - create: ConfigMaps with a small payload, each under a new name;
+//   - get: ConfigMaps of the list namespace, round robin;
+//   - list: the whole list namespace (100 ConfigMaps by default);
+//   - update: each worker replaces its own ConfigMap, with the
+//     resourceVersion of its previous write (so never a conflict).
+//
+// The report gives ops/s, p50 and p99 per operation and concurrency, and
+// for the writes (create, update) the ratio of their ops/s to etcd put's at
+// the same concurrency.
+//
+// # Clients
+//
+// API requests go through the client-go typed clientset, with client-side
+// rate limiting off (QPS < 0). Each worker pool shares one clientset, hence
+// one http.Transport: over TLS client-go speaks HTTP/2, so the workers'
+// requests are streams multiplexed on one TCP connection, as they would be
+// for the controllers of one process. (client-go also caches transports by
+// TLS configuration, so successive pools reuse that connection.) Likewise
+// each etcd pool shares one clientv3 client: one gRPC connection.
+// Bodies are JSON, client-go's default.
+//
+// # Targets
+//
+// By default Run starts a control plane in-process on a temporary data dir
+// (embedded etcd, TLS apiserver, the controllers) and removes it at the
+// end; the etcd figures then come from that embedded etcd. With a
+// kubeconfig it measures a running cluster instead, in namespaces of its
+// own that it deletes at the end, and measures etcd only when given its
+// endpoints.
+package bench
