@@ -5,6 +5,11 @@ BIN       := bin
 DATA_DIR  ?= $(CURDIR)/_output/cluster
 PORT      ?= 6443
 GOFLAGS   ?=
+# The Kubernetes version the binaries report (kubectl version, client-go user agent).
+KUBE_VERSION := v1.37.2
+LDFLAGS   := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+             -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
+             -X k8s.io/component-base/version.gitTreeState=clean
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 
 .PHONY: help build up down test test-unit test-integration verify bench deps clean
@@ -16,8 +21,8 @@ deps: ## install what building and testing need (Debian packages, Go modules)
 	@hack/install-deps.sh
 
 build: ## build bin/minik8s and bin/kubectl
-	$(GO) build $(GOFLAGS) -o $(BIN)/minik8s ./cmd/minik8s
-	$(GO) build $(GOFLAGS) -o $(BIN)/kubectl ./cmd/kubectl
+	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/minik8s ./cmd/minik8s
+	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl ./cmd/kubectl
 
 up: deps build ## run a single-node cluster in the background (logs: _output/minik8s.log)
 	@hack/up.sh "$(DATA_DIR)" "$(PORT)"
@@ -31,7 +36,7 @@ test-unit: ## unit tests
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
 
 test-integration: ## in-process apiserver on embedded etcd, driven by client-go and kubectl
-	$(GO) test -count=1 -timeout 20m ./test/...
+	$(GO) test -count=1 -timeout 20m -ldflags "$(LDFLAGS)" ./test/...
 
 verify: ## gofmt and go vet
 	@out=$$(gofmt -l cmd pkg test 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
