@@ -113,8 +113,17 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, 
 	if opts.dryRun {
 		return obj, nil
 	}
+	undo, err := s.hookBefore(ctx, res, obj, nil)
+	if err != nil {
+		return nil, err
+	}
+	if data, err = encodeStored(obj); err != nil {
+		undo()
+		return nil, err
+	}
 	rev, err := s.store.Create(ctx, objectKey(res, m.GetNamespace(), m.GetName()), data)
 	if err != nil {
+		undo()
 		return nil, storageError(err, res.GroupResource(), m.GetName())
 	}
 	m.SetResourceVersion(strconv.FormatInt(rev, 10))
@@ -202,6 +211,7 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 		if om.GetDeletionTimestamp() != nil && !s.mustWaitForDeletion(res, obj) {
 			_, err := s.store.Delete(ctx, key, kv.ModRevision)
 			if err == nil {
+				s.hookAfter(ctx, res, nil, current)
 				return obj, nil
 			}
 			if errors.Is(err, storage.ErrConflict) && precondition == "" && attempt < maxUpdateRetries {
@@ -209,13 +219,25 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 			}
 			return nil, storageError(err, res.GroupResource(), name)
 		}
+		undo, err := s.hookBefore(ctx, res, obj, current)
+		if err != nil {
+			return nil, err
+		}
+		if data, err = encodeStored(obj); err != nil {
+			undo()
+			return nil, err
+		}
 		rev, err := s.store.Update(ctx, key, data, kv.ModRevision)
+		if err != nil {
+			undo()
+		}
 		if errors.Is(err, storage.ErrConflict) && precondition == "" && attempt < maxUpdateRetries {
 			continue
 		}
 		if err != nil {
 			return nil, storageError(err, res.GroupResource(), name)
 		}
+		s.hookAfter(ctx, res, obj, current)
 		om.SetResourceVersion(strconv.FormatInt(rev, 10))
 		return obj, nil
 	}
@@ -371,6 +393,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, n
 			}
 			return nil, storageError(err, res.GroupResource(), name)
 		}
+		s.hookAfter(ctx, res, nil, obj)
 		return obj, nil
 	}
 }
@@ -448,4 +471,17 @@ func randomSuffix() string {
 		b[i] = alphabet[n.Int64()]
 	}
 	return string(b)
+}
+
+func (s *Server) hookBefore(ctx context.Context, res *registry.Resource, obj, old runtime.Object) (func(), error) {
+	if h, ok := s.hooks[res.GroupVersionKind().GroupKind()]; ok {
+		return h.before(ctx, obj, old)
+	}
+	return func() {}, nil
+}
+
+func (s *Server) hookAfter(ctx context.Context, res *registry.Resource, obj, old runtime.Object) {
+	if h, ok := s.hooks[res.GroupVersionKind().GroupKind()]; ok {
+		h.after(ctx, obj, old)
+	}
 }

@@ -43,6 +43,10 @@ type Config struct {
 	Logger           *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ServiceCIDR is where Service cluster IPs come from (default 10.96.0.0/12).
+	ServiceCIDR string
+	// NodePortRange is "min-max" (default 30000-32767).
+	NodePortRange string
 }
 
 // Server is the Kubernetes API over a Store.
@@ -55,6 +59,7 @@ type Server struct {
 	discovery *discovery
 	openapi   http.Handler
 	metrics   *metrics
+	hooks     map[schema.GroupKind]writeHook
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -75,6 +80,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.ServiceCIDR == "" {
+		cfg.ServiceCIDR = DefaultServiceCIDR
+	}
+	if cfg.NodePortRange == "" {
+		cfg.NodePortRange = DefaultNodePortRange
+	}
+	var portMin, portMax int
+	if _, err := fmt.Sscanf(cfg.NodePortRange, "%d-%d", &portMin, &portMax); err != nil || portMin < 1 || portMax > 65535 || portMin > portMax {
+		return nil, fmt.Errorf("node port range %q: want min-max", cfg.NodePortRange)
 	}
 	scheme := clientgoscheme.Scheme
 	table, err := registry.NewTable(scheme, cfg.Resources)
@@ -116,8 +131,13 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build openapi: %w", err)
 	}
+	services, err := newServiceAllocator(store, cfg.ServiceCIDR, portMin, portMax)
+	if err != nil {
+		return nil, err
+	}
 	return &Server{
 		cfg: cfg, store: store, table: table, scheme: scheme,
+		hooks:     map[schema.GroupKind]writeHook{{Kind: "Service"}: services},
 		codecs:    serializer.NewCodecFactory(scheme),
 		discovery: newDiscovery(table),
 		openapi:   oapi,

@@ -284,3 +284,53 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 		t.Fatalf("deployments left behind: %d", len(ds.Items))
 	}
 }
+
+func TestServicesGetClusterIPsAndNodePorts(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	svcs := c.client.CoreV1().Services("default")
+	svc := func(name string, typ corev1.ServiceType, ip string) *corev1.Service {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.ServiceSpec{Type: typ, ClusterIP: ip, Selector: map[string]string{"app": name},
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+		}
+	}
+	a, err := svcs.Create(ctx, svc("a", corev1.ServiceTypeClusterIP, ""), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Spec.ClusterIP == "" || a.Spec.ClusterIPs[0] != a.Spec.ClusterIP || a.Spec.Ports[0].TargetPort.IntValue() != 80 {
+		t.Fatalf("service a: clusterIP %q, ports %+v", a.Spec.ClusterIP, a.Spec.Ports)
+	}
+	np, err := svcs.Create(ctx, svc("np", corev1.ServiceTypeNodePort, ""), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := np.Spec.Ports[0].NodePort; p < 30000 || p > 32767 || np.Spec.ClusterIP == a.Spec.ClusterIP {
+		t.Fatalf("nodeport service: %+v", np.Spec)
+	}
+	if _, err := svcs.Create(ctx, svc("b", corev1.ServiceTypeClusterIP, a.Spec.ClusterIP), metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("second service on %s: %v, want Invalid (already allocated)", a.Spec.ClusterIP, err)
+	}
+	if _, err := svcs.Create(ctx, svc("c", corev1.ServiceTypeClusterIP, "192.168.1.1"), metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("clusterIP outside the range: %v, want Invalid", err)
+	}
+	headless, err := svcs.Create(ctx, svc("h", corev1.ServiceTypeClusterIP, corev1.ClusterIPNone), metav1.CreateOptions{})
+	if err != nil || headless.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Fatalf("headless: %v %+v", err, headless)
+	}
+	// An update that leaves clusterIP out keeps it; deleting frees it.
+	a.Spec.ClusterIP, a.Spec.ClusterIPs = "", nil
+	a.Labels = map[string]string{"x": "y"}
+	if upd, err := svcs.Update(ctx, a, metav1.UpdateOptions{}); err != nil || upd.Spec.ClusterIP == "" {
+		t.Fatalf("update without clusterIP: %v %+v", err, upd)
+	}
+	got, _ := svcs.Get(ctx, "a", metav1.GetOptions{})
+	if err := svcs.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svcs.Create(ctx, svc("b", corev1.ServiceTypeClusterIP, got.Spec.ClusterIP), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("reusing a freed clusterIP: %v", err)
+	}
+}

@@ -1,0 +1,246 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minik8s/minik8s/pkg/storage"
+)
+
+// Defaults of the service address ranges, as Kubernetes'.
+const (
+	DefaultServiceCIDR   = "10.96.0.0/12"
+	DefaultNodePortRange = "30000-32767"
+)
+
+// serviceAllocator hands out Service cluster IPs and node ports. Each
+// allocation is a key under /registry/ranges/, created only if absent, so
+// two concurrent creates can never receive the same address and the
+// allocations survive restarts with the rest of the state.
+type serviceAllocator struct {
+	store            storage.Store
+	cidr             *net.IPNet
+	portMin, portMax int
+}
+
+func newServiceAllocator(store storage.Store, cidr string, portMin, portMax int) (*serviceAllocator, error) {
+	_, ipnet, err := net.ParseCIDR(cidr)
+	if err != nil || ipnet.IP.To4() == nil {
+		return nil, fmt.Errorf("service CIDR %q must be an IPv4 CIDR", cidr)
+	}
+	if ones, _ := ipnet.Mask.Size(); ones > 28 {
+		return nil, fmt.Errorf("service CIDR %q is too small", cidr)
+	}
+	return &serviceAllocator{store: store, cidr: ipnet, portMin: portMin, portMax: portMax}, nil
+}
+
+const (
+	rangeServiceIPs = "/registry/ranges/serviceips/"
+	rangeNodePorts  = "/registry/ranges/servicenodeports/"
+)
+
+// allocationsOf lists the addresses a service holds.
+func allocationsOf(svc *corev1.Service) []string {
+	var keys []string
+	for _, ip := range svc.Spec.ClusterIPs {
+		if ip != "" && ip != corev1.ClusterIPNone {
+			keys = append(keys, rangeServiceIPs+ip)
+		}
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			keys = append(keys, rangeNodePorts+strconv.Itoa(int(p.NodePort)))
+		}
+	}
+	return keys
+}
+
+// allocate gives svc the addresses it needs and reserves every address it
+// holds that old (nil on create) did not. On error nothing stays reserved.
+// undo releases what this call reserved.
+func (a *serviceAllocator) allocate(ctx context.Context, svc, old *corev1.Service) (undo func(), err error) {
+	owner := []byte(svc.Namespace + "/" + svc.Name)
+	held := map[string]bool{}
+	if old != nil {
+		for _, k := range allocationsOf(old) {
+			held[k] = true
+		}
+	}
+	var reserved []string
+	undo = func() {
+		for _, k := range reserved {
+			_, _ = a.store.Delete(context.WithoutCancel(ctx), k, 0)
+		}
+	}
+	fail := func(err error) (func(), error) {
+		undo()
+		return nil, err
+	}
+	reserve := func(key string, path *field.Path, value any) error {
+		if held[key] {
+			return nil
+		}
+		if _, err := a.store.Create(ctx, key, owner); err != nil {
+			if errors.Is(err, storage.ErrExists) {
+				return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name,
+					field.ErrorList{field.Invalid(path, value, "provided "+path.String()+" is already allocated")})
+			}
+			return err
+		}
+		held[key] = true
+		reserved = append(reserved, key)
+		return nil
+	}
+
+	spec := &svc.Spec
+	if spec.Type != corev1.ServiceTypeExternalName && spec.ClusterIP != corev1.ClusterIPNone {
+		if spec.ClusterIP == "" {
+			ip, key, err := a.pick(ctx, owner, rangeServiceIPs, a.randomIP, a.ipCount())
+			if err != nil {
+				return fail(err)
+			}
+			reserved = append(reserved, key)
+			held[key] = true
+			spec.ClusterIP, spec.ClusterIPs = ip, []string{ip}
+		} else {
+			ip := net.ParseIP(spec.ClusterIP)
+			if ip == nil || !a.cidr.Contains(ip) {
+				return fail(apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name,
+					field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs").Index(0), spec.ClusterIP,
+						fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", spec.ClusterIP, spec.ClusterIP, a.cidr))}))
+			}
+			if err := reserve(rangeServiceIPs+spec.ClusterIP, field.NewPath("spec", "clusterIPs").Index(0), spec.ClusterIP); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if spec.Type == corev1.ServiceTypeNodePort || spec.Type == corev1.ServiceTypeLoadBalancer {
+		for i := range spec.Ports {
+			p := &spec.Ports[i]
+			path := field.NewPath("spec", "ports").Index(i).Child("nodePort")
+			if p.NodePort == 0 {
+				port, key, err := a.pick(ctx, owner, rangeNodePorts, a.randomPort, a.portMax-a.portMin+1)
+				if err != nil {
+					return fail(err)
+				}
+				reserved = append(reserved, key)
+				held[key] = true
+				n, _ := strconv.Atoi(port)
+				p.NodePort = int32(n)
+				continue
+			}
+			if int(p.NodePort) < a.portMin || int(p.NodePort) > a.portMax {
+				return fail(apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name,
+					field.ErrorList{field.Invalid(path, p.NodePort, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", a.portMin, a.portMax))}))
+			}
+			if err := reserve(rangeNodePorts+strconv.Itoa(int(p.NodePort)), path, p.NodePort); err != nil {
+				return fail(err)
+			}
+		}
+	} else {
+		for i := range spec.Ports {
+			spec.Ports[i].NodePort = 0
+		}
+	}
+	return undo, nil
+}
+
+// release frees what old held and svc (nil on delete) no longer does.
+func (a *serviceAllocator) release(ctx context.Context, old, svc *corev1.Service) {
+	keep := map[string]bool{}
+	if svc != nil {
+		for _, k := range allocationsOf(svc) {
+			keep[k] = true
+		}
+	}
+	for _, k := range allocationsOf(old) {
+		if !keep[k] {
+			_, _ = a.store.Delete(context.WithoutCancel(ctx), k, 0)
+		}
+	}
+}
+
+// pick reserves a free value: random probes first, then a scan, so a
+// nearly full range still finds its last free address.
+func (a *serviceAllocator) pick(ctx context.Context, owner []byte, prefix string, random func(int) string, size int) (string, string, error) {
+	try := func(v string) (bool, error) {
+		_, err := a.store.Create(ctx, prefix+v, owner)
+		if errors.Is(err, storage.ErrExists) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	for i := 0; i < 32; i++ {
+		v := random(rand.IntN(size))
+		if ok, err := try(v); ok || err != nil {
+			return v, prefix + v, err
+		}
+	}
+	for i := 0; i < size; i++ {
+		v := random(i)
+		if ok, err := try(v); ok || err != nil {
+			return v, prefix + v, err
+		}
+	}
+	what := "IPs"
+	if prefix == rangeNodePorts {
+		what = "node ports"
+	}
+	return "", "", apierrors.NewInternalError(fmt.Errorf("range is full: no free service %s", what))
+}
+
+// ipCount is the number of allocatable IPs: the network and broadcast
+// addresses and the first address (the `kubernetes` service) are skipped.
+func (a *serviceAllocator) ipCount() int {
+	ones, bits := a.cidr.Mask.Size()
+	return 1<<(bits-ones) - 3
+}
+
+func (a *serviceAllocator) randomIP(i int) string {
+	base := binary.BigEndian.Uint32(a.cidr.IP.To4())
+	ip := make(net.IP, 4)
+	binary.BigEndian.PutUint32(ip, base+2+uint32(i))
+	return ip.String()
+}
+
+func (a *serviceAllocator) randomPort(i int) string { return strconv.Itoa(a.portMin + i) }
+
+// writeHook keeps state outside an object in step with the object's
+// writes: before reserves (and can refuse), after releases what the
+// written object no longer holds. obj is nil for a delete, old for a create.
+type writeHook interface {
+	before(ctx context.Context, obj, old runtime.Object) (undo func(), err error)
+	after(ctx context.Context, obj, old runtime.Object)
+}
+
+func (a *serviceAllocator) before(ctx context.Context, obj, old runtime.Object) (func(), error) {
+	if obj == nil {
+		return func() {}, nil
+	}
+	var prev *corev1.Service
+	if old != nil {
+		prev = old.(*corev1.Service)
+	}
+	return a.allocate(ctx, obj.(*corev1.Service), prev)
+}
+
+func (a *serviceAllocator) after(ctx context.Context, obj, old runtime.Object) {
+	if old == nil {
+		return
+	}
+	var svc *corev1.Service
+	if obj != nil {
+		svc = obj.(*corev1.Service)
+	}
+	a.release(ctx, old.(*corev1.Service), svc)
+}
