@@ -42,8 +42,9 @@ verify: ## gofmt and go vet
 	@out=$$(gofmt -l cmd pkg test 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-bench: build ## API throughput and latency against in-process etcd (prints figures)
+bench: build ## API throughput vs raw etcd, scheduler throughput at 100/1000 nodes (prints figures)
 	$(BIN)/minik8s bench api
+	$(BIN)/minik8s bench scheduler
 
 clean: ## remove build outputs
 	rm -rf $(BIN) _output

@@ -31,6 +31,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, ""))
 		return
 	}
+	if info.Name == "" && (info.Verb == "update" || info.Verb == "patch") {
+		// PUT and PATCH address one object: a collection has no such route.
+		writeError(w, methodNotAllowed(info))
+		return
+	}
 	var err error
 	switch info.Subresource {
 	case "":
@@ -215,6 +220,11 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 	warnings, err := s.decodeRequest(r, res.GroupVersionKind(), desired)
 	if err != nil {
 		return err
+	}
+	// As Kubernetes: a body naming another object is a bad request, checked
+	// before the object is looked up.
+	if m, err := meta.Accessor(desired); err == nil && m.GetName() != info.Name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), info.Name))
 	}
 	obj, err := s.update(r.Context(), res, info.Namespace, info.Name, sub, func(runtime.Object) (runtime.Object, error) {
 		return desired.DeepCopyObject(), nil
@@ -403,9 +413,17 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, res *regis
 			}
 			pod.Annotations[k] = v
 		}
-		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{
-			Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(s.now()),
-		})
+		scheduled := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(s.now())}
+		replaced := false
+		for i := range pod.Status.Conditions {
+			if pod.Status.Conditions[i].Type == corev1.PodScheduled {
+				pod.Status.Conditions[i] = scheduled
+				replaced = true
+			}
+		}
+		if !replaced {
+			pod.Status.Conditions = append(pod.Status.Conditions, scheduled)
+		}
 		pod.ResourceVersion = binding.ResourceVersion
 		return pod, nil
 	}, wo)

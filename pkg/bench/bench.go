@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -196,40 +195,14 @@ func openTarget(ctx context.Context, cfg *Config) (*target, error) {
 		}
 		return nil
 	}
-	cpCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	ready := make(chan controlplane.ControlPlane, 1)
-	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	go func() {
-		done <- controlplane.Run(cpCtx, controlplane.Config{
-			DataDir: dataDir, BindAddress: "127.0.0.1", Port: 0, Logger: log,
-			Ready: func(cp controlplane.ControlPlane) { ready <- cp },
-		})
-	}()
-	var cp controlplane.ControlPlane
-	select {
-	case cp = <-ready:
-	case err := <-done:
-		cancel()
+	cp, stopCP, err := controlplane.Start(ctx, controlplane.Config{DataDir: dataDir, BindAddress: "127.0.0.1", Port: 0, Logger: log})
+	if err != nil {
 		_ = removeDir()
-		if err == nil {
-			err = errors.New("exited before serving")
-		}
-		return nil, fmt.Errorf("in-process control plane: %w", err)
-	case <-ctx.Done():
-		cancel()
-		<-done
-		_ = removeDir()
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("in-process %w", err)
 	}
 	stop := func() error {
-		cancel()
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(30 * time.Second):
-			err = errors.New("in-process control plane did not stop in 30s")
-		}
+		err := stopCP()
 		if rerr := removeDir(); err == nil {
 			err = rerr
 		}

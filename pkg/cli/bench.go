@@ -11,7 +11,7 @@ import (
 
 func benchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Measure a running or in-process cluster"}
-	cmd.AddCommand(benchAPICommand())
+	cmd.AddCommand(benchAPICommand(), benchSchedulerCommand())
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/controller/namespace"
 	"github.com/minik8s/minik8s/pkg/pki"
+	"github.com/minik8s/minik8s/pkg/scheduler"
 )
 
 // loopbackConfig is how in-process components reach the apiserver: over
@@ -41,14 +43,38 @@ func startControllers(ctx context.Context, url string, b *pki.Bundle, log *slog.
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ns := namespace.New(client, dyn, factory, log)
+
+	// Each pod costs the scheduler a binding and an event: it gets its own,
+	// faster client.
+	sc := loopbackConfig(url, b)
+	sc.QPS, sc.Burst, sc.UserAgent = 500, 1000, "minik8s-scheduler"
+	schedClient, err := kubernetes.NewForConfig(sc)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler client: %w", err)
+	}
+	sched, err := scheduler.New(scheduler.Config{Client: schedClient, Logger: log,
+		LeaderElection: scheduler.LeaderElectionConfig{Enabled: true}})
+	if err != nil {
+		return nil, err
+	}
+
 	factory.Start(ctx.Done())
+	parts := map[string]func(context.Context) error{"namespace controller": ns.Start, "scheduler": sched.Start}
+	var wg sync.WaitGroup
+	for name, start := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := start(ctx); err != nil && ctx.Err() == nil {
+				log.Error("control plane part stopped", "part", name, "err", err)
+			}
+		}()
+	}
 	done := make(chan struct{})
 	go func() {
-		defer close(done)
-		if err := ns.Start(ctx); err != nil && ctx.Err() == nil {
-			log.Error("namespace controller stopped", "err", err)
-		}
+		wg.Wait()
 		factory.Shutdown()
+		close(done)
 	}()
 	return done, nil
 }

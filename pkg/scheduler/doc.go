@@ -1,0 +1,82 @@
+// Package scheduler is the minik8s scheduler: it assigns pods that have no
+// node to a node, the way kube-scheduler does, and says why when it cannot.
+//
+// It owns one decision, spec.nodeName of pending pods whose
+// spec.schedulerName is its own, and writes it only through the pods/binding
+// subresource. It also writes the PodScheduled condition of the pods it
+// fails to place (pods/status, a strategic merge patch) and the events
+// Scheduled and FailedScheduling. It reads pods and nodes through informers
+// and never touches storage or another component's fields.
+//
+// # One scheduling attempt
+//
+// A pending pod goes through the filters, in this order (the first that
+// rejects a node gives that node's reasons, as in Kubernetes):
+//
+//   - NodeUnschedulable: spec.unschedulable nodes, unless the pod tolerates
+//     node.kubernetes.io/unschedulable:NoSchedule;
+//   - NodeReady: a node whose Ready condition is not True counts as tainted
+//     node.kubernetes.io/not-ready (False) or node.kubernetes.io/unreachable
+//     (Unknown, missing) with effect NoSchedule, unless it already carries
+//     that taint: what Kubernetes' node lifecycle controller would add;
+//   - NodeName: a pod that names a node fits only that node;
+//   - TaintToleration: NoSchedule and NoExecute taints must be tolerated;
+//   - NodeAffinity: spec.nodeSelector and required node affinity (In,
+//     NotIn, Exists, DoesNotExist, Gt, Lt; matchFields metadata.name);
+//   - NodePorts: a hostPort (with its protocol and hostIP) used on the node;
+//   - NodeResourcesFit: the pod's requests (containers, the largest init
+//     container, sidecars, overhead) against allocatable minus what the
+//     node's pods request, for cpu, memory, ephemeral-storage, the pod
+//     count and extended resources such as nvidia.com/gpu.
+//
+// Nodes that pass are scored 0-100 by the resource strategy of the
+// configuration (LeastAllocated, the default; MostAllocated;
+// BalancedAllocation), computed over cpu and memory as Kubernetes computes
+// them, with weight 1; by PreferNoSchedule taints (weight 3) and preferred
+// node affinity (weight 2). The highest total wins; ties are broken at
+// random. When no node passes, the message counts the reasons as Kubernetes
+// does ("0/3 nodes are available: 1 node(s) had untolerated taint {k: v},
+// 2 Insufficient cpu."); minik8s does not preempt, so there is no
+// "preemption:" part.
+//
+// # Queue, cache and binding
+//
+// Pods are keyed namespace/name in a client-go workqueue and handled one at
+// a time, level-based: the pod is read from the informer when its key comes
+// up. A pod that does not fit goes back with exponential back-off (1s
+// doubling to 10s by default), and straight away when something that may
+// make it fit happens: a node is added, or changes labels, taints,
+// allocatable, unschedulable or readiness; an assigned pod is deleted or
+// finishes. Binding runs in the background so the next pod is considered
+// meanwhile; the bound pod is "assumed" in the node cache (its requests and
+// ports count on its node) until the informer shows it assigned.
+//
+// # Leader election
+//
+// With LeaderElection.Enabled, the scheduler keeps its informers warm but
+// schedules only while it holds the coordination.k8s.io Lease (client-go
+// leaderelection, LeaseLock), so two schedulers can run and only one binds.
+// On losing the lease it stops scheduling and campaigns again.
+//
+// # Configuration file
+//
+// LoadConfig reads YAML or JSON (unknown fields are errors):
+//
+//	schedulerName: default-scheduler
+//	score:
+//	  strategy: MostAllocated        # LeastAllocated | MostAllocated | BalancedAllocation
+//	  resources:                     # default cpu and memory, weight 1 each
+//	  - {name: cpu, weight: 1}
+//	  - {name: memory, weight: 1}
+//	leaderElection:
+//	  enabled: true
+//	  leaseName: minik8s-scheduler
+//	  leaseNamespace: kube-system
+//	  leaseDuration: 15s
+//	  renewDeadline: 10s
+//	  retryPeriod: 2s
+//	backoff: {initial: 1s, max: 10s}
+//
+// Bench measures scheduling throughput against an apiserver with fake
+// nodes; see bench.go.
+package scheduler

@@ -1,0 +1,331 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+)
+
+// assumedTTL is how long a pod bound by this scheduler counts on its node
+// without the informer confirming it.
+const assumedTTL = 30 * time.Second
+
+// Scheduler assigns pending pods to nodes. Create it with New and run it
+// with Start.
+type Scheduler struct {
+	cfg     Config
+	client  kubernetes.Interface
+	log     *slog.Logger
+	clock   clock.WithTicker
+	profile *profile
+	cache   *nodeCache
+	// snap and rnd belong to the one goroutine that schedules.
+	snap snapshot
+	rnd  *rand.Rand
+
+	factory informers.SharedInformerFactory
+	pods    corelisters.PodLister
+	synced  []cache.InformerSynced
+	ready   chan struct{}
+
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+
+	// mu guards the queue of the current leadership term (nil between
+	// terms), the pods that did not fit, and the count of "move" events.
+	mu            sync.Mutex
+	queue         workqueue.TypedRateLimitingInterface[string]
+	limiter       workqueue.TypedRateLimiter[string]
+	unschedulable map[string]struct{}
+	moves         uint64
+
+	// inflight counts bindings and status updates still running.
+	inflight sync.WaitGroup
+	// attempts counts scheduling attempts (tests).
+	attempts atomic.Int64
+}
+
+// New validates cfg, fills its defaults and wires the scheduler's
+// informers. Nothing runs until Start.
+func New(cfg Config) (*Scheduler, error) {
+	if err := cfg.complete(); err != nil {
+		return nil, err
+	}
+	broadcaster := record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{Clock: cfg.Clock}))
+	s := &Scheduler{
+		cfg:         cfg,
+		client:      cfg.Client,
+		log:         cfg.Logger.With("component", "scheduler", "schedulerName", cfg.SchedulerName),
+		clock:       cfg.Clock,
+		profile:     newProfile(cfg.Score),
+		cache:       newNodeCache(cfg.Clock, assumedTTL),
+		rnd:         rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		factory:     informers.NewSharedInformerFactory(cfg.Client, 0),
+		ready:       make(chan struct{}),
+		broadcaster: broadcaster,
+		recorder:    broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: cfg.SchedulerName}),
+	}
+	podInf := s.factory.Core().V1().Pods()
+	nodeInf := s.factory.Core().V1().Nodes()
+	s.pods = podInf.Lister()
+	s.synced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
+	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.onPod(nil, obj.(*v1.Pod)) },
+		UpdateFunc: func(old, obj any) { s.onPod(old.(*v1.Pod), obj.(*v1.Pod)) },
+		DeleteFunc: s.onPodDelete,
+	}); err != nil {
+		return nil, fmt.Errorf("scheduler: pod handler: %w", err)
+	}
+	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			s.cache.addNode(obj.(*v1.Node))
+			s.moveAll("NodeAdd")
+		},
+		UpdateFunc: func(old, obj any) {
+			n := obj.(*v1.Node)
+			s.cache.addNode(n)
+			if nodeSchedulingChanged(old.(*v1.Node), n) {
+				s.moveAll("NodeUpdate")
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if n, ok := obj.(*v1.Node); ok {
+				s.cache.removeNode(n.Name)
+			}
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("scheduler: node handler: %w", err)
+	}
+	return s, nil
+}
+
+// Ready is closed once the scheduler's informers have synced.
+func (s *Scheduler) Ready() <-chan struct{} { return s.ready }
+
+// Start runs the scheduler until ctx ends. With leader election it
+// schedules only while it holds the lease.
+func (s *Scheduler) Start(ctx context.Context) error {
+	s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
+	defer s.broadcaster.Shutdown()
+	ctx, cancel := context.WithCancel(ctx)
+	s.factory.Start(ctx.Done())
+	defer s.factory.Shutdown()
+	defer cancel()
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		return nil
+	}
+	close(s.ready)
+	go s.expireAssumed(ctx)
+	if !s.cfg.LeaderElection.Enabled {
+		s.log.Info("scheduling")
+		s.run(ctx)
+		return nil
+	}
+	return s.campaign(ctx)
+}
+
+// campaign schedules during each term in which it holds the lease.
+func (s *Scheduler) campaign(ctx context.Context) error {
+	le := s.cfg.LeaderElection
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: le.LeaseName, Namespace: le.LeaseNamespace},
+		Client:     s.client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity, EventRecorder: s.recorder},
+	}
+	for ctx.Err() == nil {
+		elected := make(chan context.Context, 1)
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: lock, Name: le.LeaseName, ReleaseOnCancel: true,
+			LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(lctx context.Context) { elected <- lctx },
+				OnStoppedLeading: func() {},
+				OnNewLeader: func(id string) {
+					if id != le.Identity {
+						s.log.Info("another scheduler leads", "leader", id)
+					}
+				},
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("scheduler leader election: %w", err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			elector.Run(ctx)
+		}()
+		select {
+		case lctx := <-elected:
+			s.log.Info("leading: scheduling", "lease", le.LeaseNamespace+"/"+le.LeaseName, "identity", le.Identity)
+			s.run(lctx)
+			<-done
+		case <-done:
+		}
+		if ctx.Err() == nil {
+			s.log.Warn("lost the lease; campaigning again", "lease", le.LeaseNamespace+"/"+le.LeaseName)
+		}
+	}
+	return nil
+}
+
+// run is one term of scheduling: a fresh queue holding every pending pod,
+// worked until ctx ends.
+func (s *Scheduler) run(ctx context.Context) {
+	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](s.cfg.Backoff.Initial, s.cfg.Backoff.Max)
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Clock: s.clock})
+	s.mu.Lock()
+	s.queue, s.limiter, s.unschedulable = q, limiter, map[string]struct{}{}
+	s.mu.Unlock()
+	pods, _ := s.pods.List(labels.Everything())
+	for _, p := range pods {
+		if s.responsible(p) {
+			q.Add(podKey(p))
+		}
+	}
+	go func() {
+		<-ctx.Done()
+		q.ShutDown()
+	}()
+	for s.scheduleNext(ctx, q) {
+	}
+	s.mu.Lock()
+	s.queue, s.limiter, s.unschedulable = nil, nil, nil
+	s.mu.Unlock()
+	s.inflight.Wait()
+}
+
+// responsible: pending, ours, not being deleted, not gated.
+func (s *Scheduler) responsible(pod *v1.Pod) bool {
+	name := pod.Spec.SchedulerName
+	if name == "" {
+		name = DefaultSchedulerName
+	}
+	return pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && name == s.cfg.SchedulerName &&
+		len(pod.Spec.SchedulingGates) == 0 && !terminal(pod)
+}
+
+func terminal(pod *v1.Pod) bool {
+	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
+}
+
+func (s *Scheduler) enqueue(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queue != nil {
+		delete(s.unschedulable, key)
+		s.queue.Add(key)
+	}
+}
+
+// moveAll retries every pod that did not fit, now: something happened that
+// may make it fit.
+func (s *Scheduler) moveAll(event string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.moves++
+	if s.queue == nil || len(s.unschedulable) == 0 {
+		return
+	}
+	s.log.Debug("retrying unschedulable pods", "event", event, "pods", len(s.unschedulable))
+	for key := range s.unschedulable {
+		s.queue.Add(key)
+	}
+	clear(s.unschedulable)
+}
+
+// onPod handles an added (old == nil) or updated pod.
+func (s *Scheduler) onPod(old, pod *v1.Pod) {
+	key := podKey(pod)
+	if pod.Spec.NodeName != "" {
+		if terminal(pod) {
+			// A finished pod frees its node, as if deleted.
+			if s.cache.removePod(key) {
+				s.moveAll("AssignedPodFinished")
+			}
+			return
+		}
+		s.cache.addOrUpdatePod(pod)
+		return
+	}
+	if !s.responsible(pod) {
+		return
+	}
+	// Our own status writes come back as updates: only a new pod, or a
+	// change of spec (tolerations, gates removed), is worth a new attempt.
+	if old == nil || !s.responsible(old) || !equality.Semantic.DeepEqual(old.Spec, pod.Spec) {
+		s.enqueue(key)
+	}
+}
+
+func (s *Scheduler) onPodDelete(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	key := podKey(pod)
+	if s.cache.removePod(key) {
+		s.moveAll("AssignedPodDelete")
+	}
+	s.mu.Lock()
+	delete(s.unschedulable, key)
+	s.mu.Unlock()
+}
+
+// nodeSchedulingChanged: a change that may let a pod fit (heartbeats do not).
+func nodeSchedulingChanged(old, cur *v1.Node) bool {
+	if old.Spec.Unschedulable != cur.Spec.Unschedulable {
+		return true
+	}
+	_, wasNotReady := readinessTaint(old)
+	_, isNotReady := readinessTaint(cur)
+	if wasNotReady != isNotReady {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(old.Status.Allocatable, cur.Status.Allocatable) ||
+		!equality.Semantic.DeepEqual(old.Labels, cur.Labels) ||
+		!equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints)
+}
+
+// expireAssumed drops the assumed pods the informer never confirmed.
+func (s *Scheduler) expireAssumed(ctx context.Context) {
+	t := s.clock.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			if n := s.cache.expire(); n > 0 {
+				s.log.Warn("assumed pods expired", "pods", n)
+				s.moveAll("AssumedPodExpired")
+			}
+		}
+	}
+}
