@@ -1,0 +1,436 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+)
+
+// Version is the kubelet version nodes report.
+const Version = "v1.37.2"
+
+// Config is what a kubelet is built from.
+type Config struct {
+	Client   kubernetes.Interface
+	NodeName string
+	Provider Provider
+	// Labels and Taints are applied to the Node at registration.
+	Labels map[string]string
+	Taints []corev1.Taint
+	// LeaseDuration is how long the node's Lease is valid (default 40s);
+	// HeartbeatInterval how often it is renewed (default 10s).
+	LeaseDuration     time.Duration
+	HeartbeatInterval time.Duration
+	// NodeStatusInterval is how often the Node's status is refreshed (default 1m).
+	NodeStatusInterval time.Duration
+	// Workers is how many pods are synced at once (default 4).
+	Workers int
+	Clock   clock.WithTicker
+	Logger  *slog.Logger
+}
+
+func (c *Config) complete() error {
+	switch {
+	case c.Client == nil:
+		return errors.New("kubelet: a client is required")
+	case c.NodeName == "":
+		return errors.New("kubelet: a node name is required")
+	case c.Provider == nil:
+		return errors.New("kubelet: a provider is required")
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = 40 * time.Second
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = 10 * time.Second
+	}
+	if c.NodeStatusInterval == 0 {
+		c.NodeStatusInterval = time.Minute
+	}
+	if c.Workers == 0 {
+		c.Workers = 4
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Kubelet keeps one node and its pods in step with the API.
+type Kubelet struct {
+	cfg     Config
+	client  kubernetes.Interface
+	factory informers.SharedInformerFactory
+	pods    corelisters.PodLister
+	synced  cache.InformerSynced
+	queue   workqueue.TypedRateLimitingInterface[string]
+	log     *slog.Logger
+}
+
+// New validates cfg and builds the kubelet.
+func New(cfg Config) (*Kubelet, error) {
+	if err := cfg.complete(); err != nil {
+		return nil, err
+	}
+	// Only this node's pods: the apiserver filters, so a kubelet's watch
+	// costs nothing for the rest of the cluster.
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
+		}))
+	inf := factory.Core().V1().Pods()
+	k := &Kubelet{
+		cfg: cfg, client: cfg.Client, factory: factory,
+		pods: inf.Lister(), synced: inf.Informer().HasSynced,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods"}),
+		log: cfg.Logger.With("node", cfg.NodeName),
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			k.queue.Add(key)
+		}
+	}
+	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+	})
+	return k, nil
+}
+
+// Start registers the node and runs heartbeats and pod workers until ctx ends.
+func (k *Kubelet) Start(ctx context.Context) error {
+	defer k.queue.ShutDown()
+	if err := k.registerNode(ctx); err != nil {
+		return err
+	}
+	k.cfg.Provider.NotifyPods(ctx, func(p *corev1.Pod) {
+		k.queue.Add(p.Namespace + "/" + p.Name)
+	})
+	k.factory.Start(ctx.Done())
+	defer k.factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), k.synced) {
+		return ctx.Err()
+	}
+	// Adopt what the provider already runs (a restarted kubelet) and
+	// look at every pod bound here once.
+	if running, err := k.cfg.Provider.GetPods(ctx); err == nil {
+		for _, p := range running {
+			k.queue.Add(p.Namespace + "/" + p.Name)
+		}
+	}
+	go wait.UntilWithContext(ctx, k.renewLease, k.cfg.HeartbeatInterval)
+	go wait.UntilWithContext(ctx, k.updateNodeStatus, k.cfg.NodeStatusInterval)
+	for i := 0; i < k.cfg.Workers; i++ {
+		go wait.UntilWithContext(ctx, k.work, time.Second)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (k *Kubelet) work(ctx context.Context) {
+	for {
+		key, quit := k.queue.Get()
+		if quit {
+			return
+		}
+		if err := k.syncPod(ctx, key); err != nil {
+			k.log.Warn("sync pod", "pod", key, "err", err)
+			k.queue.AddRateLimited(key)
+		} else {
+			k.queue.Forget(key)
+		}
+		k.queue.Done(key)
+	}
+}
+
+// syncPod moves one pod a step toward what the API says: start it, update
+// it, stop it, delete its object once stopped, and report its status.
+func (k *Kubelet) syncPod(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	running, err := k.cfg.Provider.GetPod(ctx, ns, name)
+	if err != nil {
+		return fmt.Errorf("provider get: %w", err)
+	}
+	pod, err := k.pods.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		if running != nil {
+			// Deleted behind our back (or while we were down): stop it now.
+			return k.cfg.Provider.DeletePod(ctx, withGrace(running, 0))
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if running != nil && running.UID != pod.UID {
+		if err := k.cfg.Provider.DeletePod(ctx, withGrace(running, 0)); err != nil {
+			return err
+		}
+		running = nil
+	}
+	if pod.DeletionTimestamp != nil {
+		if running != nil {
+			if err := k.cfg.Provider.DeletePod(ctx, pod); err != nil {
+				return err
+			}
+		}
+		// The containers are gone: the object can go.
+		err := k.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{
+			GracePeriodSeconds: ptr.To[int64](0),
+			Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
+		})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	}
+	switch {
+	case running == nil && !terminal(pod.Status.Phase):
+		if err := k.cfg.Provider.CreatePod(ctx, pod); err != nil {
+			return fmt.Errorf("create pod: %w", err)
+		}
+	case running != nil && !apiequality.Semantic.DeepEqual(running.Spec, pod.Spec):
+		if err := k.cfg.Provider.UpdatePod(ctx, pod); err != nil {
+			return fmt.Errorf("update pod: %w", err)
+		}
+	}
+	return k.syncStatus(ctx, pod)
+}
+
+func terminal(p corev1.PodPhase) bool { return p == corev1.PodSucceeded || p == corev1.PodFailed }
+
+func withGrace(pod *corev1.Pod, seconds int64) *corev1.Pod {
+	p := pod.DeepCopy()
+	p.DeletionGracePeriodSeconds = &seconds
+	return p
+}
+
+// syncStatus writes the provider's view of the pod into its status.
+func (k *Kubelet) syncStatus(ctx context.Context, pod *corev1.Pod) error {
+	observed, err := k.cfg.Provider.GetPodStatus(ctx, pod.Namespace, pod.Name)
+	if err != nil || observed == nil {
+		return err
+	}
+	status := observed.DeepCopy()
+	// The scheduler's condition is not the provider's to know.
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && !hasCondition(status.Conditions, corev1.PodScheduled) {
+			status.Conditions = append(status.Conditions, c)
+		}
+	}
+	if status.QOSClass == "" {
+		status.QOSClass = pod.Status.QOSClass
+	}
+	if apiequality.Semantic.DeepEqual(&pod.Status, status) {
+		return nil
+	}
+	updated := pod.DeepCopy()
+	updated.Status = *status
+	_, err = k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func hasCondition(cs []corev1.PodCondition, t corev1.PodConditionType) bool {
+	for _, c := range cs {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+// registerNode creates the Node, or brings an existing one up to date
+// (a restarted kubelet keeps the node's podCIDR and taints set by others).
+func (k *Kubelet) registerNode(ctx context.Context) error {
+	desired := k.desiredNode(ctx)
+	return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		created, err := k.client.CoreV1().Nodes().Create(ctx, desired, metav1.CreateOptions{})
+		if err == nil {
+			k.log.Info("node registered", "uid", created.UID)
+			return k.statusWritten(ctx, created, desired.Status), nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			k.log.Warn("register node", "err", err)
+			return false, nil
+		}
+		existing, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		existing = existing.DeepCopy()
+		if existing.Labels == nil {
+			existing.Labels = map[string]string{}
+		}
+		for key, v := range desired.Labels {
+			existing.Labels[key] = v
+		}
+		for _, t := range desired.Spec.Taints {
+			if !hasTaint(existing.Spec.Taints, t) {
+				existing.Spec.Taints = append(existing.Spec.Taints, t)
+			}
+		}
+		updated, err := k.client.CoreV1().Nodes().Update(ctx, existing, metav1.UpdateOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return k.statusWritten(ctx, updated, desired.Status), nil
+	})
+}
+
+func (k *Kubelet) statusWritten(ctx context.Context, node *corev1.Node, status corev1.NodeStatus) bool {
+	if err := k.writeNodeStatus(ctx, node, status); err != nil {
+		k.log.Warn("write node status", "err", err)
+		return false
+	}
+	return true
+}
+
+func hasTaint(ts []corev1.Taint, t corev1.Taint) bool {
+	for _, have := range ts {
+		if have.Key == t.Key && have.Effect == t.Effect {
+			return true
+		}
+	}
+	return false
+}
+
+// desiredNode is the Node as this kubelet describes it.
+func (k *Kubelet) desiredNode(ctx context.Context) *corev1.Node {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: map[string]string{
+			corev1.LabelHostname: k.cfg.NodeName,
+			corev1.LabelOSStable: runtime.GOOS, corev1.LabelArchStable: runtime.GOARCH,
+		}},
+		Spec: corev1.NodeSpec{Taints: k.cfg.Taints},
+		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{
+			KubeletVersion: Version, OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH,
+		}},
+	}
+	for key, v := range k.cfg.Labels {
+		node.Labels[key] = v
+	}
+	if np, ok := k.cfg.Provider.(NodeProvider); ok {
+		np.ConfigureNode(ctx, node)
+	}
+	return node
+}
+
+// writeNodeStatus writes status with fresh heartbeat conditions.
+func (k *Kubelet) writeNodeStatus(ctx context.Context, node *corev1.Node, status corev1.NodeStatus) error {
+	node = node.DeepCopy()
+	node.Status = status
+	node.Status.Conditions = k.conditions(node.Status.Conditions, node)
+	_, err := k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	return err
+}
+
+// conditions merges the provider's conditions over the kubelet's defaults,
+// keeping each condition's transition time while its status holds.
+func (k *Kubelet) conditions(fromProvider []corev1.NodeCondition, previous *corev1.Node) []corev1.NodeCondition {
+	now := metav1.NewTime(k.cfg.Clock.Now())
+	defaults := []corev1.NodeCondition{
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"},
+	}
+	var out []corev1.NodeCondition
+	for _, d := range defaults {
+		c := d
+		for _, p := range fromProvider {
+			if p.Type == d.Type {
+				c = p
+			}
+		}
+		c.LastHeartbeatTime = now
+		c.LastTransitionTime = now
+		for _, old := range previous.Status.Conditions {
+			if old.Type == c.Type && old.Status == c.Status && !old.LastTransitionTime.IsZero() {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (k *Kubelet) updateNodeStatus(ctx context.Context) {
+	node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		// Someone deleted our Node: register again, as Kubernetes' kubelet does.
+		if err := k.registerNode(ctx); err != nil && ctx.Err() == nil {
+			k.log.Warn("re-register node", "err", err)
+		}
+		return
+	}
+	if err != nil {
+		k.log.Warn("get node", "err", err)
+		return
+	}
+	desired := k.desiredNode(ctx)
+	if err := k.writeNodeStatus(ctx, node, desired.Status); err != nil && ctx.Err() == nil {
+		k.log.Warn("update node status", "err", err)
+	}
+}
+
+// renewLease is the heartbeat: the node lifecycle controller reads the
+// Lease's renewTime to decide whether the node is alive.
+func (k *Kubelet) renewLease(ctx context.Context) {
+	leases := k.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	now := metav1.NewMicroTime(k.cfg.Clock.Now())
+	lease, err := leases.Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Namespace: corev1.NamespaceNodeLease},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(k.cfg.NodeName),
+				LeaseDurationSeconds: ptr.To(int32(k.cfg.LeaseDuration / time.Second)),
+				RenewTime:            &now,
+			},
+		}
+		if node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{}); err == nil {
+			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+		}
+		if _, err := leases.Create(ctx, lease, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+			k.log.Warn("create lease", "err", err)
+		}
+		return
+	}
+	if err != nil {
+		k.log.Warn("get lease", "err", err)
+		return
+	}
+	lease = lease.DeepCopy()
+	lease.Spec.RenewTime = &now
+	lease.Spec.HolderIdentity = ptr.To(k.cfg.NodeName)
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
+		k.log.Warn("renew lease", "err", err)
+	}
+}

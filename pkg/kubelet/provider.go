@@ -1,0 +1,34 @@
+package kubelet
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Provider runs the pods bound to one node.
+type Provider interface {
+	// CreatePod starts a pod; it returns once the start is under way.
+	CreatePod(ctx context.Context, pod *corev1.Pod) error
+	// UpdatePod applies the changes a pod update may carry (images, deadlines).
+	UpdatePod(ctx context.Context, pod *corev1.Pod) error
+	// DeletePod stops the pod, giving its containers
+	// pod.DeletionGracePeriodSeconds to exit, and returns once they are gone.
+	DeletePod(ctx context.Context, pod *corev1.Pod) error
+	// GetPod returns the pod as the provider runs it, or nil if it does not.
+	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// GetPodStatus returns the pod's observed status, or nil if unknown.
+	GetPodStatus(ctx context.Context, namespace, name string) (*corev1.PodStatus, error)
+	// GetPods lists every pod the provider runs, including ones it found
+	// running when it started (so a restarted kubelet adopts them).
+	GetPods(ctx context.Context) ([]*corev1.Pod, error)
+	// NotifyPods registers the callback through which the provider reports
+	// a pod whose status changed on its own (a container exited, a probe failed).
+	NotifyPods(ctx context.Context, notify func(*corev1.Pod))
+}
+
+// NodeProvider describes the node a provider runs on: capacity,
+// allocatable, addresses, system info and any conditions it observes.
+type NodeProvider interface {
+	ConfigureNode(ctx context.Context, node *corev1.Node)
+}
