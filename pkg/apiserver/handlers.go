@@ -257,6 +257,12 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	pt := types.PatchType(mediaTypeOf(r.Header.Get("Content-Type")))
 	var warnings []string
 	obj, err := s.update(r.Context(), res, info.Namespace, info.Name, sub, func(current runtime.Object) (runtime.Object, error) {
+		// The patch is applied to the object without its resourceVersion:
+		// only a resourceVersion the patch itself carries is a precondition,
+		// so a plain patch is retried when it races another writer.
+		if m, err := meta.Accessor(current); err == nil {
+			m.SetResourceVersion("")
+		}
 		patched, err := applyPatch(pt, current, patch)
 		if err != nil {
 			return nil, err
@@ -340,6 +346,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 			if err != nil {
 				return nil, err
 			}
+			scale.ResourceVersion = ""
 			patched, err := applyPatch(pt, scale, patch)
 			if err != nil {
 				return nil, err

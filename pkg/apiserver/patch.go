@@ -14,6 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
+// maxJSONPatchOperations is Kubernetes' limit on the operations in one JSON patch.
+const maxJSONPatchOperations = 10000
+
+func init() {
+	// Kubernetes' JSONPatchMaxCopyBytes: without it, a short patch of
+	// "copy" operations doubles the document again and again.
+	jsonpatch.AccumulatedCopySizeLimit = MaxRequestBodyBytes
+}
+
 func mediaTypeOf(ct string) string {
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
@@ -24,7 +33,14 @@ func mediaTypeOf(ct string) string {
 
 // applyPatch applies a JSON patch, JSON merge patch or strategic merge
 // patch to current and returns the patched JSON.
-func applyPatch(pt types.PatchType, current runtime.Object, patch []byte) ([]byte, error) {
+func applyPatch(pt types.PatchType, current runtime.Object, patch []byte) (_ []byte, err error) {
+	defer func() {
+		// The patch libraries panic on some malformed patches (a strategic
+		// merge key that is a list, for one): that is the client's error.
+		if v := recover(); v != nil {
+			err = apierrors.NewBadRequest(fmt.Sprintf("unable to apply %s patch: %v", pt, v))
+		}
+	}()
 	original, err := json.Marshal(current)
 	if err != nil {
 		return nil, err
@@ -35,6 +51,9 @@ func applyPatch(pt types.PatchType, current runtime.Object, patch []byte) ([]byt
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
+		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
 		out, err = p.Apply(original)
 		if err != nil {

@@ -27,7 +27,7 @@ import (
 
 // maxUpdateRetries bounds the read-mutate-write loop of unconditional
 // updates racing with other writers.
-const maxUpdateRetries = 16
+const maxUpdateRetries = 100
 
 func keyPrefix(res *registry.Resource) string { return "/registry/" + res.Resource + "/" }
 

@@ -334,3 +334,41 @@ func TestServicesGetClusterIPsAndNodePorts(t *testing.T) {
 		t.Fatalf("reusing a freed clusterIP: %v", err)
 	}
 }
+
+// A patch without a resourceVersion applies to whatever is current, even
+// when another writer got there first; one with a stale one conflicts.
+func TestPatchRetriesUnlessPreconditioned(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	cms := c.client.CoreV1().ConfigMaps("default")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hot"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			patch := []byte(`{"metadata":{"labels":{"k` + strconv.Itoa(i) + `":"v"}}}`)
+			_, err := cms.Patch(ctx, "hot", types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent patch: %v", err)
+		}
+	}
+	got, _ := cms.Get(ctx, "hot", metav1.GetOptions{})
+	if len(got.Labels) != 40 {
+		t.Fatalf("labels after 40 concurrent patches: %d", len(got.Labels))
+	}
+	stale := []byte(`{"metadata":{"resourceVersion":"` + cm.ResourceVersion + `","labels":{"late":"x"}}}`)
+	if _, err := cms.Patch(ctx, "hot", types.MergePatchType, stale, metav1.PatchOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("patch with a stale resourceVersion: %v, want Conflict", err)
+	}
+}
