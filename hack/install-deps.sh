@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what minik8s needs on a bare Debian 12: build tools and the Go
-# modules. Idempotent: does nothing when everything is present.
+# Installs what minik8s needs on a bare Debian 12: build tools, the container
+# runtime packages (as root) and the Go modules. Idempotent: does nothing when
+# everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,26 @@ if [ ${#need[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq "${need[@]}"
+fi
+
+# The node runtime: containerd + runc, the CNI plugins, busybox for the built-in
+# image, and the kernel plumbing tools. Installed only as root and only when
+# missing; without root the runtime tests skip and say why.
+runtime_pkgs=()
+for pkg in containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables; do
+	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || runtime_pkgs+=("$pkg")
+done
+if [ ${#runtime_pkgs[@]} -gt 0 ]; then
+	if [ "$(id -u)" = 0 ]; then
+		export DEBIAN_FRONTEND=noninteractive
+		# Wait for another apt (a parallel install) rather than fail on its lock.
+		apt-get -o DPkg::Lock::Timeout=600 update -qq
+		# --no-install-recommends: containerd must not pull in a systemd unit
+		# start or docker; we start containerd ourselves when none is running.
+		apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${runtime_pkgs[@]}"
+	else
+		echo "note: not root, so not installing ${runtime_pkgs[*]} (the container runtime tests will skip)" >&2
+	fi
 fi
 
 if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then

@@ -1,0 +1,246 @@
+package nodeipam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Defaults, as in Kubernetes' kube-controller-manager and flannel.
+const (
+	DefaultClusterCIDR  = "10.244.0.0/16"
+	DefaultNodeMaskSize = 24
+)
+
+// Event reasons, as Kubernetes' node IPAM controller uses them.
+const (
+	ReasonCIDRNotAvailable = "CIDRNotAvailable"
+	ReasonCIDRConflict     = "CIDRAssignmentFailed"
+)
+
+// Config configures the controller.
+type Config struct {
+	// ClusterCIDR is carved into node pod CIDRs (default 10.244.0.0/16).
+	ClusterCIDR string
+	// NodeMaskSize is each node's prefix length (default 24).
+	NodeMaskSize int
+	Logger       *slog.Logger
+}
+
+func (c *Config) complete() error {
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = DefaultClusterCIDR
+	}
+	if c.NodeMaskSize == 0 {
+		c.NodeMaskSize = DefaultNodeMaskSize
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Controller gives every Node a pod CIDR of its own.
+type Controller struct {
+	client      kubernetes.Interface
+	lister      corelisters.NodeLister
+	synced      cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[string]
+	alloc       *allocator
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	log         *slog.Logger
+}
+
+// New validates cfg and wires the controller to factory's Node informer.
+// Nothing runs until Start (the caller starts factory).
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
+	if err := cfg.complete(); err != nil {
+		return nil, err
+	}
+	cluster, err := netip.ParsePrefix(cfg.ClusterCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("nodeipam: cluster CIDR: %w", err)
+	}
+	alloc, err := newAllocator(cluster, cfg.NodeMaskSize)
+	if err != nil {
+		return nil, fmt.Errorf("nodeipam: %w", err)
+	}
+	inf := factory.Core().V1().Nodes()
+	broadcaster := record.NewBroadcaster()
+	c := &Controller{
+		client: client, lister: inf.Lister(), synced: inf.Informer().HasSynced,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodeipam"}),
+		alloc:       alloc,
+		broadcaster: broadcaster,
+		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nodeipam-controller"}),
+		log:         cfg.Logger.With("controller", "nodeipam", "clusterCIDR", cluster.String()),
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+	}); err != nil {
+		return nil, fmt.Errorf("nodeipam: node handler: %w", err)
+	}
+	return c, nil
+}
+
+// Start rebuilds the allocation map from the nodes' pod CIDRs, then
+// assigns CIDRs until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	defer c.broadcaster.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return ctx.Err()
+	}
+	if err := c.rebuild(); err != nil {
+		return err
+	}
+	// One worker: allocation decisions are serialized, and a node's
+	// update is written before the next node is looked at.
+	go wait.UntilWithContext(ctx, c.work, time.Second)
+	<-ctx.Done()
+	return nil
+}
+
+// rebuild reserves every pod CIDR the nodes already have.
+func (c *Controller) rebuild() error {
+	nodes, err := c.lister.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("nodeipam: list nodes: %w", err)
+	}
+	for _, n := range nodes {
+		if i, ok := c.indexOf(n); ok {
+			if holder := c.alloc.holder(i); holder != "" && holder != n.Name {
+				c.log.Warn("two nodes have the same pod CIDR", "node", n.Name, "other", holder, "podCIDR", n.Spec.PodCIDR)
+				continue
+			}
+			c.alloc.occupy(n.Name, i)
+		}
+	}
+	c.log.Info("pod CIDRs in use", "count", c.alloc.used())
+	return nil
+}
+
+func (c *Controller) work(ctx context.Context) {
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return
+		}
+		if err := c.Reconcile(ctx, key); err != nil {
+			c.log.Warn("reconcile failed", "node", key, "err", err)
+			c.queue.AddRateLimited(key)
+		} else {
+			c.queue.Forget(key)
+		}
+		c.queue.Done(key)
+	}
+}
+
+// indexOf is the subnet the node's spec.podCIDR names, if it is one of
+// ours.
+func (c *Controller) indexOf(n *corev1.Node) (int, bool) {
+	if n.Spec.PodCIDR == "" {
+		return 0, false
+	}
+	p, err := netip.ParsePrefix(n.Spec.PodCIDR)
+	if err != nil {
+		return 0, false
+	}
+	return c.alloc.index(p)
+}
+
+// Reconcile brings one node's pod CIDR to its desired state: a gone node
+// frees its subnet; a node with a pod CIDR keeps it (reserved here); a
+// node without one gets the subnet reserved for it, or a free one.
+func (c *Controller) Reconcile(ctx context.Context, name string) error {
+	node, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		c.alloc.release(name)
+		c.enqueueWaiting()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if node.Spec.PodCIDR != "" {
+		i, ok := c.indexOf(node)
+		if !ok {
+			// Set by someone else, outside our range: not ours to track.
+			c.alloc.release(name)
+			return nil
+		}
+		if holder := c.alloc.holder(i); holder != "" && holder != name {
+			if other, err := c.lister.Get(holder); err == nil && other.Spec.PodCIDR == node.Spec.PodCIDR {
+				c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonCIDRConflict,
+					"pod CIDR %s is also node %s's", node.Spec.PodCIDR, holder)
+				return nil
+			}
+			// The holder only had a reservation: the CIDR in the API wins,
+			// and the holder gets another one.
+			defer c.queue.Add(holder)
+		}
+		c.alloc.occupy(name, i)
+		return nil
+	}
+
+	i, err := c.alloc.allocate(name)
+	if errors.Is(err, errFull) {
+		c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonCIDRNotAvailable,
+			"Node %s status is now: %s (no free /%d left in %s)", name, ReasonCIDRNotAvailable, c.alloc.maskSize, c.alloc.cluster)
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	cidr := c.alloc.prefix(i).String()
+	updated := node.DeepCopy()
+	updated.Spec.PodCIDR, updated.Spec.PodCIDRs = cidr, []string{cidr}
+	_, err = c.client.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		c.alloc.release(name)
+		return nil
+	case err != nil:
+		// The reservation stays with the node for the retry (on a
+		// conflict, the next look may find a CIDR set by someone else).
+		return fmt.Errorf("set pod CIDR %s on node %s: %w", cidr, name, err)
+	}
+	c.log.Info("assigned pod CIDR", "node", name, "podCIDR", cidr)
+	return nil
+}
+
+// enqueueWaiting looks again at the nodes still without a pod CIDR: a
+// subnet may just have been freed for them.
+func (c *Controller) enqueueWaiting() {
+	nodes, err := c.lister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, n := range nodes {
+		if n.Spec.PodCIDR == "" {
+			c.queue.Add(n.Name)
+		}
+	}
+}
