@@ -72,6 +72,12 @@ func newDiscovery(table *registry.Table) *discovery {
 		if r.Kind == "Namespace" {
 			sub("finalize", "Namespace", "", "", metav1.Verbs{"update"})
 		}
+		if isPods(r) { // served by the kubelets (proxy.go)
+			sub("attach", "PodAttachOptions", "", "", metav1.Verbs{"create", "get"})
+			sub("exec", "PodExecOptions", "", "", metav1.Verbs{"create", "get"})
+			sub("log", "Pod", "", "", metav1.Verbs{"get"})
+			sub("portforward", "PodPortForwardOptions", "", "", metav1.Verbs{"create", "get"})
+		}
 	}
 	names := make([]string, 0, len(d.byGroup))
 	for name := range d.byGroup {

@@ -60,6 +60,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		} else {
 			err = s.serveBinding(w, r, res, info)
 		}
+	case "log":
+		err = s.servePodLog(w, r, res, info)
+	case "exec", "attach", "portforward":
+		err = s.servePodStream(w, r, res, info)
 	default:
 		err = apierrors.NewNotFound(schema.GroupResource{}, "")
 	}

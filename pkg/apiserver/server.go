@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,10 @@ type Config struct {
 	ServiceCIDR string
 	// NodePortRange is "min-max" (default 30000-32767).
 	NodePortRange string
+	// KubeletClientCert is presented to kubelets when pods/log, exec,
+	// attach and portforward are proxied to them (proxy.go); kubelets
+	// reject callers without one.
+	KubeletClientCert tls.Certificate
 }
 
 // Server is the Kubernetes API over a Store.
@@ -60,6 +65,7 @@ type Server struct {
 	openapi   http.Handler
 	metrics   *metrics
 	hooks     map[schema.GroupKind]writeHook
+	kubelet   *kubeletClient
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -142,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 		discovery: newDiscovery(table),
 		openapi:   oapi,
 		metrics:   newMetrics(),
+		kubelet:   newKubeletClient(cfg.KubeletClientCert),
 		log:       cfg.Logger,
 		now:       cfg.Now,
 	}, nil
@@ -235,6 +242,10 @@ func (r *statusRecorder) Flush() {
 		f.Flush()
 	}
 }
+
+// Unwrap lets http.ResponseController reach the connection (the proxy to
+// kubelets hijacks it for exec and attach).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // bodyJSON returns a request body as JSON, converting YAML and protobuf.
 func (s *Server) bodyJSON(r *http.Request, data []byte, gvk schema.GroupVersionKind) ([]byte, error) {

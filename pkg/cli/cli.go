@@ -34,6 +34,8 @@ type serverFlags struct {
 	port        int
 	etcdServers []string
 	hosts       []string
+	clusterCIDR string
+	serviceCIDR string
 	verbose     bool
 }
 
@@ -52,6 +54,7 @@ func serverCommand() *cobra.Command {
 			return controlplane.Run(cmd.Context(), controlplane.Config{
 				DataDir: f.dataDir, BindAddress: f.bindAddress, Port: f.port,
 				EtcdServers: f.etcdServers, Hosts: f.hosts, Logger: log,
+				ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR,
 			})
 		},
 	}
@@ -60,6 +63,8 @@ func serverCommand() *cobra.Command {
 	cmd.Flags().IntVar(&f.port, "port", 6443, "apiserver HTTPS port")
 	cmd.Flags().StringSliceVar(&f.etcdServers, "etcd-servers", nil, "external etcd client URLs; empty runs an embedded etcd")
 	cmd.Flags().StringSliceVar(&f.hosts, "tls-san", nil, "extra DNS names or IPs for the apiserver certificate")
+	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range, split into one /24 per node")
+	cmd.Flags().StringVar(&f.serviceCIDR, "service-cluster-ip-range", apiserver.DefaultServiceCIDR, "Service cluster IP range")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "debug logging")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/minik8s/minik8s/pkg/controller/namespace"
+	"github.com/minik8s/minik8s/pkg/controller/nodeipam"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/scheduler"
 )
@@ -31,13 +32,13 @@ func loopbackConfig(url string, b *pki.Bundle) *rest.Config {
 
 // startControllers runs the control plane's controllers until ctx ends;
 // the returned channel closes once they have stopped.
-func startControllers(ctx context.Context, url string, b *pki.Bundle, log *slog.Logger) (<-chan struct{}, error) {
-	cfg := loopbackConfig(url, b)
-	client, err := kubernetes.NewForConfig(cfg)
+func startControllers(ctx context.Context, cfg Config, url string, b *pki.Bundle, log *slog.Logger) (<-chan struct{}, error) {
+	rc := loopbackConfig(url, b)
+	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("controller client: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("controller client: %w", err)
 	}
@@ -58,8 +59,19 @@ func startControllers(ctx context.Context, url string, b *pki.Bundle, log *slog.
 		return nil, err
 	}
 
+	ipam, err := nodeipam.New(client, factory, nodeipam.Config{ClusterCIDR: cfg.ClusterCIDR, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+
+	parts := map[string]func(context.Context) error{"namespace": ns.Start, "scheduler": sched.Start, "nodeipam": ipam.Start}
+	for _, name := range cfg.DisableControllers {
+		if _, ok := parts[name]; !ok {
+			return nil, fmt.Errorf("unknown controller %q (known: namespace, scheduler, nodeipam)", name)
+		}
+		delete(parts, name)
+	}
 	factory.Start(ctx.Done())
-	parts := map[string]func(context.Context) error{"namespace controller": ns.Start, "scheduler": sched.Start}
 	var wg sync.WaitGroup
 	for name, start := range parts {
 		wg.Add(1)

@@ -35,6 +35,13 @@ type Config struct {
 	// BookmarkInterval is how often watches that allow bookmarks get one
 	// (0: the apiserver's default, a minute).
 	BookmarkInterval time.Duration
+	// ClusterCIDR is carved into the nodes' pod CIDRs (default 10.244.0.0/16).
+	ClusterCIDR string
+	// ServiceCIDR is where Service cluster IPs come from (default 10.96.0.0/12).
+	ServiceCIDR string
+	// DisableControllers names built-in controllers not to run
+	// (namespace, scheduler, nodeipam).
+	DisableControllers []string
 	// Ready, when set, is called once the apiserver serves.
 	Ready func(ControlPlane)
 }
@@ -47,6 +54,9 @@ type ControlPlane struct {
 	Server         *apiserver.Server
 	Bundle         *pki.Bundle
 }
+
+// DefaultClusterCIDR is where pod IPs come from, as kubeadm's flannel setup.
+const DefaultClusterCIDR = "10.244.0.0/16"
 
 // KubeconfigName is the admin kubeconfig's file name under the data dir.
 const KubeconfigName = "admin.kubeconfig"
@@ -63,6 +73,9 @@ func (c *Config) complete() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = DefaultClusterCIDR
 	}
 	return nil
 }
@@ -107,9 +120,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	kubeletCert, err := bundle.KubeletClientCert()
+	if err != nil {
+		return err
+	}
 	api, err := apiserver.New(apiserver.Config{
-		Store: store, EncryptionKey: key, Logger: log, BookmarkInterval: cfg.BookmarkInterval,
-		Authenticator: authn.Union(authn.NewX509(bundle.CAPool), tokens),
+		Store: store, EncryptionKey: key, Logger: log, BookmarkInterval: cfg.BookmarkInterval, ServiceCIDR: cfg.ServiceCIDR,
+		Authenticator:     authn.Union(authn.NewX509(bundle.CAPool), tokens),
+		KubeletClientCert: kubeletCert,
 	})
 	if err != nil {
 		return err
@@ -141,7 +159,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	log.Info("apiserver serving", "url", url, "kubeconfig", kubeconfig)
-	controllersDone, err := startControllers(ctx, url, bundle, log)
+	controllersDone, err := startControllers(ctx, cfg, url, bundle, log)
 	if err != nil {
 		_ = srv.Close()
 		return err

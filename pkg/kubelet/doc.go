@@ -6,4 +6,8 @@
 // (kubelet/simulated), a batch system for a virtual node. The kubelet owns
 // the pod's API object (status, final deletion); providers own the pod's
 // execution. It reads through an informer and writes through the API.
+//
+// With Config.ServerAddress it also serves Kubernetes' kubelet HTTPS API
+// (server.go) that the apiserver proxies pods/log, exec, attach and
+// portforward to, through optional provider interfaces (streaming.go).
 package kubelet

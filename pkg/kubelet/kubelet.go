@@ -2,6 +2,8 @@ package kubelet
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,6 +47,18 @@ type Config struct {
 	Workers int
 	Clock   clock.WithTicker
 	Logger  *slog.Logger
+
+	// ServerAddress is where the kubelet's HTTPS server (logs, exec,
+	// attach, port-forward; server.go) listens, e.g. ":10250"; empty
+	// disables it. Its port goes into the Node's daemonEndpoints, and a
+	// specific IP into the Node's addresses as InternalIP when the
+	// provider gives none.
+	ServerAddress string
+	// ServerCert is the server's certificate; nil means a self-signed one.
+	ServerCert *tls.Certificate
+	// ClientCA verifies the client certificates the server requires
+	// (the cluster CA); it must be set with ServerAddress.
+	ClientCA *x509.CertPool
 }
 
 func (c *Config) complete() error {
@@ -55,6 +69,8 @@ func (c *Config) complete() error {
 		return errors.New("kubelet: a node name is required")
 	case c.Provider == nil:
 		return errors.New("kubelet: a provider is required")
+	case c.ServerAddress != "" && c.ClientCA == nil:
+		return errors.New("kubelet: the server needs a client CA (it only serves verified clients)")
 	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = 40 * time.Second
@@ -86,6 +102,10 @@ type Kubelet struct {
 	synced  cache.InformerSynced
 	queue   workqueue.TypedRateLimitingInterface[string]
 	log     *slog.Logger
+	// serverPort and serverIP are where the server listens, set by Start
+	// before the node registers.
+	serverPort int32
+	serverIP   string
 }
 
 // New validates cfg and builds the kubelet.
@@ -121,6 +141,10 @@ func New(cfg Config) (*Kubelet, error) {
 // Start registers the node and runs heartbeats and pod workers until ctx ends.
 func (k *Kubelet) Start(ctx context.Context) error {
 	defer k.queue.ShutDown()
+	serverErr, err := k.startServer(ctx)
+	if err != nil {
+		return err
+	}
 	if err := k.registerNode(ctx); err != nil {
 		return err
 	}
@@ -144,7 +168,11 @@ func (k *Kubelet) Start(ctx context.Context) error {
 	for i := 0; i < k.cfg.Workers; i++ {
 		go wait.UntilWithContext(ctx, k.work, time.Second)
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-serverErr:
+		return fmt.Errorf("kubelet server: %w", err)
+	}
 	return nil
 }
 
@@ -339,6 +367,7 @@ func (k *Kubelet) desiredNode(ctx context.Context) *corev1.Node {
 	if np, ok := k.cfg.Provider.(NodeProvider); ok {
 		np.ConfigureNode(ctx, node)
 	}
+	k.describeServer(node)
 	return node
 }
 

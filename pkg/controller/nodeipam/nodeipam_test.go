@@ -25,7 +25,7 @@ func startControlPlane(t *testing.T) kubernetes.Interface {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cp, stop, err := controlplane.Start(ctx, controlplane.Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1"})
+	cp, stop, err := controlplane.Start(ctx, controlplane.Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1", DisableControllers: []string{"nodeipam"}})
 	if err != nil {
 		t.Fatal(err)
 	}

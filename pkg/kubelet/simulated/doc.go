@@ -5,4 +5,13 @@
 // scheduler benchmark. A pod annotated minik8s.io/simulate-exit-after:
 // <duration> (and optionally minik8s.io/simulate-exit-code) finishes on
 // its own, so Job-like workloads can be exercised too.
+//
+// So that logs, exec, attach and port-forward can be tested end to end
+// without containers, the provider serves them in a small, honest way:
+// a container's log is what it "printed" (its start, the lines of the
+// pod's minik8s.io/simulate-logs annotation, what attach sessions sent
+// it, its exit); exec runs a tiny built-in shell (echo, cat, hostname,
+// true, false, sleep, sh -c with exit N; see exec.go); attach behaves
+// like `cat` as the main process; every declared container port answers
+// as an echo server.
 package simulated

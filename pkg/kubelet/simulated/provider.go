@@ -42,6 +42,7 @@ type Provider struct {
 	nextIP uint32
 	base   net.IP
 	notify func(*corev1.Pod)
+	logs   logBook // what the containers "print" (logs.go)
 }
 
 var (
@@ -121,6 +122,9 @@ func (p *Provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 		})
 	}
 	p.pods[key(pod.Namespace, pod.Name)] = running
+	for _, c := range pod.Spec.Containers {
+		p.logs.start(pod.Namespace, pod.Name, c.Name, now.Time, scriptedLogs(pod)...)
+	}
 	snapshot := running.DeepCopy()
 	notify := p.notify
 	p.mu.Unlock()
@@ -161,6 +165,7 @@ func (p *Provider) finish(ns, name string, uid types.UID, code int32) {
 		if cs.State.Running != nil {
 			term.StartedAt = cs.State.Running.StartedAt
 		}
+		p.logs.exit(ns, name, cs.Name, now.Time, code, restart, scriptedLogs(pod)...)
 		if restart {
 			cs.RestartCount++
 			cs.LastTerminationState = corev1.ContainerState{Terminated: term}
@@ -211,6 +216,7 @@ func (p *Provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.pods, key(pod.Namespace, pod.Name))
+	p.logs.remove(pod.Namespace, pod.Name)
 	return nil
 }
 
