@@ -87,7 +87,7 @@ type Config struct {
 	// traffic to it keeps its source address, traffic elsewhere is
 	// masqueraded behind the node. Default: PodCIDR.
 	ClusterCIDR string
-	// BridgeName is the node's pod bridge (default "minik8s0").
+	// BridgeName is the node's pod bridge (default DefaultBridgeName).
 	BridgeName string
 	// MTU of the bridge and veths (0: the plugin's default, 1500).
 	MTU int
@@ -140,7 +140,7 @@ func (c *Config) complete() error {
 		c.PluginDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 	}
 	if c.BridgeName == "" {
-		c.BridgeName = "minik8s0"
+		c.BridgeName = DefaultBridgeName
 	}
 	if len(c.BridgeName) > 15 {
 		return fmt.Errorf("network: bridge name %q is longer than 15 characters", c.BridgeName)
@@ -552,3 +552,6 @@ func deleteIPTablesRule(ctx context.Context, rule []string) error {
 }
 
 func bytesTrim(b []byte) string { return strings.TrimSpace(string(b)) }
+
+// DefaultBridgeName is the pod bridge of every node.
+const DefaultBridgeName = "minik8s0"
