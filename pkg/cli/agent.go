@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -12,19 +15,27 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/minik8s/minik8s/pkg/apiserver"
+	"github.com/minik8s/minik8s/pkg/controlplane"
 	"github.com/minik8s/minik8s/pkg/kubelet"
 	"github.com/minik8s/minik8s/pkg/kubelet/simulated"
+	"github.com/minik8s/minik8s/pkg/node"
 )
 
 type agentFlags struct {
-	kubeconfig string
-	server     string
-	token      string
-	caFile     string
-	nodeName   string
-	provider   string
-	nodes      int
-	labels     map[string]string
+	kubeconfig               string
+	server                   string
+	token                    string
+	caFile                   string
+	nodeName                 string
+	provider                 string
+	nodes                    int
+	labels                   map[string]string
+	nodeIP                   string
+	netns                    string
+	rootDir                  string
+	kubeletAt                string
+	clusterCIDR, serviceCIDR string
 }
 
 func agentCommand() *cobra.Command {
@@ -51,8 +62,10 @@ with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 			switch f.provider {
 			case "simulated":
 				return runSimulatedNodes(cmd.Context(), client, f, log)
+			case "local":
+				return runLocalNode(cmd.Context(), rc, f, log)
 			}
-			return fmt.Errorf("unknown provider %q (available: simulated)", f.provider)
+			return fmt.Errorf("unknown provider %q (available: local, simulated)", f.provider)
 		},
 	}
 	host, _ := os.Hostname()
@@ -62,7 +75,13 @@ with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 	fl.StringVar(&f.token, "token", "", "bearer token to join with (minik8s server's data dir pki/tokens.csv)")
 	fl.StringVar(&f.caFile, "certificate-authority", "", "the cluster CA certificate (with --server)")
 	fl.StringVar(&f.nodeName, "node-name", host, "node name (a prefix with --nodes > 1)")
-	fl.StringVar(&f.provider, "provider", "simulated", "pod provider: simulated")
+	fl.StringVar(&f.provider, "provider", "local", "pod provider: local (containerd + CNI, root) or simulated (no containers)")
+	fl.StringVar(&f.nodeIP, "node-ip", "", "the node's InternalIP, where the apiserver reaches its kubelet (local provider)")
+	fl.StringVar(&f.netns, "netns", "", "the node's network namespace path, when it is not this process's own (local provider)")
+	fl.StringVar(&f.rootDir, "root-dir", "", "pod volumes and logs (default /var/lib/minik8s/kubelet/<node>)")
+	fl.StringVar(&f.kubeletAt, "kubelet-address", ":10250", "where the kubelet serves logs and exec")
+	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range of the cluster")
+	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", apiserver.DefaultServiceCIDR, "Service cluster IP range")
 	fl.IntVar(&f.nodes, "nodes", 1, "number of nodes this process hosts (simulated provider)")
 	fl.StringToStringVar(&f.labels, "node-labels", nil, "labels for the node(s)")
 	return cmd
@@ -108,4 +127,33 @@ func runSimulatedNodes(ctx context.Context, client kubernetes.Interface, f *agen
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+func runLocalNode(ctx context.Context, rc *rest.Config, f *agentFlags, log *slog.Logger) error {
+	if os.Geteuid() != 0 {
+		return errors.New("the local provider runs containers and pod networking, so it must run as root")
+	}
+	if f.nodeIP == "" {
+		return errors.New("--node-ip is required with the local provider")
+	}
+	caPEM := rc.TLSClientConfig.CAData
+	if len(caPEM) == 0 && rc.TLSClientConfig.CAFile != "" {
+		var err error
+		if caPEM, err = os.ReadFile(rc.TLSClientConfig.CAFile); err != nil {
+			return err
+		}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return errors.New("the kubeconfig carries no cluster CA: the kubelet needs it to verify the apiserver's calls")
+	}
+	rootDir := f.rootDir
+	if rootDir == "" {
+		rootDir = filepath.Join("/var/lib/minik8s/kubelet", f.nodeName)
+	}
+	return node.Run(ctx, node.Config{
+		NodeName: f.nodeName, NodeIP: f.nodeIP, REST: rc, ClientCA: pool, Labels: f.labels,
+		ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR, RootDir: rootDir,
+		KubeletAddress: f.kubeletAt, HostNetNS: f.netns, Logger: log,
+	})
 }

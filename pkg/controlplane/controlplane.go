@@ -174,6 +174,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("apiserver: %w", err)
 	case <-ctx.Done():
 	}
+	// Controllers stop first, while the apiserver still answers: the
+	// scheduler releases its lease, so a restarted server schedules at once
+	// instead of waiting for the old lease to expire.
+	select {
+	case <-controllersDone:
+	case <-time.After(5 * time.Second):
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// Watches are long-lived; closing rather than waiting on them.

@@ -1,0 +1,168 @@
+package local
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// fileProjection is one file of a configMap, secret, downwardAPI or
+// projected volume.
+type fileProjection struct {
+	data []byte
+	mode int32
+}
+
+// dataDirName is the symlink to the current timestamped directory.
+const dataDirName = "..data"
+
+// writeAtomic makes dir hold exactly payload (relative path -> file), the
+// way Kubernetes' AtomicWriter does: the files go into a new hidden
+// timestamped directory, the "..data" symlink is swapped to it with one
+// rename, and each top-level entry is a symlink through "..data". A
+// container that has dir mounted sees the old or the new set of files,
+// never a mix. gid, when set, owns the files (the pod's fsGroup).
+func writeAtomic(dir string, payload map[string]fileProjection, gid *int64) error {
+	for p := range payload {
+		if err := validatePayloadPath(p); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	oldTS, _ := os.Readlink(filepath.Join(dir, dataDirName))
+	if oldTS != "" && sameContent(filepath.Join(dir, oldTS), payload) {
+		return linkTopLevel(dir, payload)
+	}
+	tsDir, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(tsDir, 0o755); err != nil {
+		return err
+	}
+	for rel, f := range payload {
+		full := filepath.Join(tsDir, rel)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, f.data, 0o600); err != nil {
+			return err
+		}
+		if err := os.Chmod(full, fs.FileMode(f.mode)&fs.ModePerm); err != nil {
+			return err
+		}
+		if gid != nil {
+			if err := os.Lchown(full, -1, int(*gid)); err != nil {
+				return err
+			}
+		}
+	}
+	tmpLink := filepath.Join(dir, "..data_tmp")
+	_ = os.Remove(tmpLink)
+	if err := os.Symlink(filepath.Base(tsDir), tmpLink); err != nil {
+		return err
+	}
+	if err := os.Rename(tmpLink, filepath.Join(dir, dataDirName)); err != nil {
+		return err
+	}
+	if err := linkTopLevel(dir, payload); err != nil {
+		return err
+	}
+	if oldTS != "" && oldTS != filepath.Base(tsDir) {
+		if err := os.RemoveAll(filepath.Join(dir, oldTS)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validatePayloadPath rejects paths that would leave the volume.
+func validatePayloadPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("invalid path: must not be empty")
+	case filepath.IsAbs(p):
+		return fmt.Errorf("invalid path %q: must be relative", p)
+	case strings.HasPrefix(p, ".."):
+		return fmt.Errorf("invalid path %q: must not start with '..'", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return fmt.Errorf("invalid path %q: must not contain '..'", p)
+		}
+	}
+	return nil
+}
+
+// sameContent says whether tsDir holds exactly payload.
+func sameContent(tsDir string, payload map[string]fileProjection) bool {
+	n := 0
+	err := filepath.WalkDir(tsDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(tsDir, path)
+		f, ok := payload[rel]
+		if !ok {
+			return errors.New("extra file")
+		}
+		info, err := d.Info()
+		if err != nil || info.Mode().Perm() != fs.FileMode(f.mode)&fs.ModePerm {
+			return errors.New("mode differs")
+		}
+		data, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(data, f.data) {
+			return errors.New("content differs")
+		}
+		n++
+		return nil
+	})
+	return err == nil && n == len(payload)
+}
+
+// linkTopLevel makes every top-level entry of payload a symlink through
+// ..data and removes the symlinks of entries that are gone.
+func linkTopLevel(dir string, payload map[string]fileProjection) error {
+	want := map[string]bool{}
+	for p := range payload {
+		top, _, _ := strings.Cut(p, "/")
+		want[top] = true
+	}
+	for _, top := range sortedKeys(want) {
+		link := filepath.Join(dir, top)
+		target := filepath.Join(dataDirName, top)
+		if cur, err := os.Readlink(link); err == nil && cur == target {
+			continue
+		}
+		_ = os.RemoveAll(link)
+		if err := os.Symlink(target, link); err != nil {
+			return err
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, "..") || want[name] {
+			continue
+		}
+		if target, err := os.Readlink(filepath.Join(dir, name)); err == nil && strings.HasPrefix(target, dataDirName+"/") {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

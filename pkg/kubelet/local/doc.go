@@ -1,0 +1,44 @@
+// Package local is the kubelet provider that runs pods as containers on
+// this machine: a sandbox per pod from the container runtime
+// (kubelet/runtime), an address on the pod network from CNI
+// (kubelet/network), volumes, environment, init and app containers with
+// restart policies and back-off, probes, and a Kubernetes-shaped status.
+//
+// # One worker per pod
+//
+// Every pod has a worker goroutine that reconciles level by level, every
+// second and whenever something changes (a spec update, a probe result):
+// it observes the pod's sandbox and containers through the runtime's
+// ListContainers (one relist shared by all workers, like the kubelet's
+// PLEG), moves the pod one step toward its spec — create the sandbox and
+// network, write volumes, run init containers in order, start, restart or
+// kill app containers — and computes the pod's status from what it saw.
+// When that status changes, the callback given to NotifyPods hears of it.
+//
+// Everything the worker needs to pick up after a restart is in containerd:
+// the runtime labels sandboxes and containers with the pod's identity, and
+// this package adds the container's restart count, whether it is an init
+// container, and the image its spec named. GetPods rebuilds the pods from
+// those labels, so a restarted kubelet adopts them; the kubelet then hands
+// over the full spec through UpdatePod, and containers whose image still
+// matches keep running.
+//
+// # Files
+//
+// Under Config.RootDir:
+//
+//	pods/<uid>/volumes/kubernetes.io~<plugin>/<volume>   emptyDir, configMap, secret, downwardAPI, projected
+//	pods/<uid>/etc-hosts, resolv.conf, hostname          mounted into every container
+//	pods/<uid>/containers/<name>/<restart>               termination message files
+//	logs/<ns>_<name>_<uid>/<container>/<restart>.log     container output (CRI format, written by the runtime)
+//
+// configMap, secret, downwardAPI and projected volumes are written the way
+// Kubernetes' atomic writer does: a timestamped directory, a "..data"
+// symlink swapped atomically, and one symlink per visible file, so that a
+// container sees an update all at once.
+//
+// The package owns the pod workers, the files above and the pods' CNI
+// attachments. It does not touch the pods' API objects (the kubelet writes
+// status and deletes them) and reads ConfigMaps, Secrets and Services only
+// to build volumes and environment.
+package local

@@ -1,0 +1,424 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// Volume plugin directories, named as in Kubernetes.
+const (
+	pluginEmptyDir    = "kubernetes.io~empty-dir"
+	pluginConfigMap   = "kubernetes.io~configmap"
+	pluginSecret      = "kubernetes.io~secret"
+	pluginDownwardAPI = "kubernetes.io~downward-api"
+	pluginProjected   = "kubernetes.io~projected"
+
+	defaultFileMode = int32(0o644)
+)
+
+// volumeDir is where a pod's volume of a plugin lives.
+func (p *Provider) volumeDir(uid types.UID, plugin, name string) string {
+	return filepath.Join(p.podDir(uid), "volumes", plugin, name)
+}
+
+// setupVolumes makes every volume of the pod ready to mount: emptyDirs
+// created, hostPaths checked (or created), configMap, secret, downwardAPI
+// and projected volumes written.
+func (p *Provider) setupVolumes(ctx context.Context, pod *corev1.Pod) error {
+	objs := newObjects(ctx, p.cfg.Client, pod.Namespace)
+	var gid *int64
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		gid = sc.FSGroup
+	}
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if err := p.setupVolume(ctx, pod, v, objs, gid); err != nil {
+			errs = append(errs, fmt.Errorf("volume %q: %w", v.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Provider) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, objs *objects, gid *int64) error {
+	switch src := v.VolumeSource; {
+	case src.EmptyDir != nil:
+		// Medium Memory is a plain directory too: it is not counted
+		// against the pod's memory.
+		dir := p.volumeDir(pod.UID, pluginEmptyDir, v.Name)
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o777)
+		if gid != nil {
+			if err := os.Chown(dir, -1, int(*gid)); err != nil {
+				return err
+			}
+			mode |= fs.ModeSetgid
+		}
+		return os.Chmod(dir, mode)
+	case src.HostPath != nil:
+		return checkHostPath(src.HostPath)
+	case src.ConfigMap != nil:
+		payload, err := configMapPayload(objs, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.DefaultMode, optional(src.ConfigMap.Optional))
+		if err != nil {
+			return err
+		}
+		return writeAtomic(p.volumeDir(pod.UID, pluginConfigMap, v.Name), payload, gid)
+	case src.Secret != nil:
+		payload, err := secretPayload(objs, src.Secret.SecretName, src.Secret.Items, src.Secret.DefaultMode, optional(src.Secret.Optional))
+		if err != nil {
+			return err
+		}
+		return writeAtomic(p.volumeDir(pod.UID, pluginSecret, v.Name), payload, gid)
+	case src.DownwardAPI != nil:
+		payload, err := p.downwardPayload(pod, src.DownwardAPI.Items, src.DownwardAPI.DefaultMode)
+		if err != nil {
+			return err
+		}
+		return writeAtomic(p.volumeDir(pod.UID, pluginDownwardAPI, v.Name), payload, gid)
+	case src.Projected != nil:
+		payload, err := p.projectedPayload(ctx, pod, src.Projected, objs)
+		if err != nil {
+			return err
+		}
+		return writeAtomic(p.volumeDir(pod.UID, pluginProjected, v.Name), payload, gid)
+	case src.PersistentVolumeClaim != nil:
+		_, err := p.claimPath(ctx, pod, src.PersistentVolumeClaim.ClaimName)
+		return err
+	}
+	return errors.New("unsupported volume type on this node (emptyDir, hostPath, configMap, secret, downwardAPI, projected and persistentVolumeClaim of hostPath or local volumes are)")
+}
+
+// volumeSource is the host path a volume mounts from, and whether it is
+// read-only whatever the mount says.
+func (p *Provider) volumeSource(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (string, bool, error) {
+	switch src := v.VolumeSource; {
+	case src.EmptyDir != nil:
+		return p.volumeDir(pod.UID, pluginEmptyDir, v.Name), false, nil
+	case src.HostPath != nil:
+		return src.HostPath.Path, false, nil
+	case src.ConfigMap != nil:
+		return p.volumeDir(pod.UID, pluginConfigMap, v.Name), true, nil
+	case src.Secret != nil:
+		return p.volumeDir(pod.UID, pluginSecret, v.Name), true, nil
+	case src.DownwardAPI != nil:
+		return p.volumeDir(pod.UID, pluginDownwardAPI, v.Name), true, nil
+	case src.Projected != nil:
+		return p.volumeDir(pod.UID, pluginProjected, v.Name), true, nil
+	case src.PersistentVolumeClaim != nil:
+		path, err := p.claimPath(ctx, pod, src.PersistentVolumeClaim.ClaimName)
+		return path, src.PersistentVolumeClaim.ReadOnly, err
+	}
+	return "", false, fmt.Errorf("volume %q: unsupported volume type", v.Name)
+}
+
+// claimPath is the host path of a claim bound to a hostPath or local
+// PersistentVolume.
+func (p *Provider) claimPath(ctx context.Context, pod *corev1.Pod, claim string) (string, error) {
+	if p.cfg.Client == nil {
+		return "", errors.New("no API client to read persistent volume claims")
+	}
+	pvc, err := p.cfg.Client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, claim, metaGet)
+	if err != nil {
+		return "", fmt.Errorf("persistentvolumeclaim %q: %w", claim, err)
+	}
+	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
+		return "", fmt.Errorf("persistentvolumeclaim %q is not bound", claim)
+	}
+	pv, err := p.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metaGet)
+	if err != nil {
+		return "", fmt.Errorf("persistentvolume %q: %w", pvc.Spec.VolumeName, err)
+	}
+	switch {
+	case pv.Spec.HostPath != nil:
+		return pv.Spec.HostPath.Path, checkHostPath(pv.Spec.HostPath)
+	case pv.Spec.Local != nil:
+		return pv.Spec.Local.Path, nil
+	}
+	return "", fmt.Errorf("persistentvolume %q: only hostPath and local volumes can be mounted on this node", pv.Name)
+}
+
+// checkHostPath checks a hostPath against its type, creating what the
+// ...OrCreate types ask for.
+func checkHostPath(h *corev1.HostPathVolumeSource) error {
+	path := h.Path
+	typ := corev1.HostPathUnset
+	if h.Type != nil {
+		typ = *h.Type
+	}
+	info, err := os.Stat(path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	fail := func(what string) error { return fmt.Errorf("hostPath type check failed: %s is not a %s", path, what) }
+	switch typ {
+	case corev1.HostPathUnset:
+		return nil
+	case corev1.HostPathDirectoryOrCreate:
+		if !exists {
+			return os.MkdirAll(path, 0o755)
+		}
+		if !info.IsDir() {
+			return fail("directory")
+		}
+	case corev1.HostPathDirectory:
+		if !exists || !info.IsDir() {
+			return fail("directory")
+		}
+	case corev1.HostPathFileOrCreate:
+		if !exists {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+		if !info.Mode().IsRegular() {
+			return fail("file")
+		}
+	case corev1.HostPathFile:
+		if !exists || !info.Mode().IsRegular() {
+			return fail("file")
+		}
+	case corev1.HostPathSocket:
+		if !exists || info.Mode()&fs.ModeSocket == 0 {
+			return fail("socket file")
+		}
+	case corev1.HostPathCharDev:
+		if !exists || info.Mode()&fs.ModeCharDevice == 0 {
+			return fail("character device")
+		}
+	case corev1.HostPathBlockDev:
+		if !exists || info.Mode()&fs.ModeDevice == 0 || info.Mode()&fs.ModeCharDevice != 0 {
+			return fail("block device")
+		}
+	default:
+		return fmt.Errorf("hostPath type %q is not supported", typ)
+	}
+	return nil
+}
+
+func modeOr(m *int32, def int32) int32 {
+	if m != nil {
+		return *m
+	}
+	return def
+}
+
+// configMapPayload is Kubernetes' configMap MakePayload.
+func configMapPayload(objs *objects, name string, items []corev1.KeyToPath, defaultMode *int32, opt bool) (map[string]fileProjection, error) {
+	cm, err := objs.configMap(name)
+	if err != nil {
+		if isNotFound(err) && opt {
+			return map[string]fileProjection{}, nil
+		}
+		return nil, err
+	}
+	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for k, v := range cm.Data {
+		data[k] = []byte(v)
+	}
+	for k, v := range cm.BinaryData {
+		data[k] = v
+	}
+	return keyPayload(data, items, defaultMode, opt, "configmap references non-existent config key")
+}
+
+// secretPayload is Kubernetes' secret MakePayload.
+func secretPayload(objs *objects, name string, items []corev1.KeyToPath, defaultMode *int32, opt bool) (map[string]fileProjection, error) {
+	s, err := objs.secret(name)
+	if err != nil {
+		if isNotFound(err) && opt {
+			return map[string]fileProjection{}, nil
+		}
+		return nil, err
+	}
+	return keyPayload(s.Data, items, defaultMode, opt, "references non-existent secret key")
+}
+
+// keyPayload projects a ConfigMap's or Secret's keys as files: all of them,
+// or the listed items at their paths (a missing key is an error unless the
+// source is optional).
+func keyPayload(data map[string][]byte, items []corev1.KeyToPath, defaultMode *int32, opt bool, missing string) (map[string]fileProjection, error) {
+	mode := modeOr(defaultMode, defaultFileMode)
+	out := map[string]fileProjection{}
+	if len(items) == 0 {
+		for k, v := range data {
+			out[k] = fileProjection{data: v, mode: mode}
+		}
+		return out, nil
+	}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			if opt {
+				continue
+			}
+			return nil, fmt.Errorf("%s: %s", missing, it.Key)
+		}
+		out[it.Path] = fileProjection{data: v, mode: modeOr(it.Mode, mode)}
+	}
+	return out, nil
+}
+
+// downwardPayload renders downwardAPI items: metadata fields and
+// container resources.
+func (p *Provider) downwardPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defaultMode *int32) (map[string]fileProjection, error) {
+	mode := modeOr(defaultMode, defaultFileMode)
+	out := map[string]fileProjection{}
+	for _, it := range items {
+		var val string
+		var err error
+		switch {
+		case it.FieldRef != nil:
+			val, err = metadataField(it.FieldRef.FieldPath, pod)
+		case it.ResourceFieldRef != nil:
+			if it.ResourceFieldRef.ContainerName == "" {
+				return nil, fmt.Errorf("downward API item %q: resourceFieldRef needs a containerName", it.Path)
+			}
+			val, err = resourceValue(it.ResourceFieldRef, pod, nil, p.allocatable())
+		default:
+			return nil, fmt.Errorf("downward API item %q has no source", it.Path)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[it.Path] = fileProjection{data: []byte(val), mode: modeOr(it.Mode, mode)}
+	}
+	return out, nil
+}
+
+// projectedPayload merges a projected volume's sources.
+func (p *Provider) projectedPayload(ctx context.Context, pod *corev1.Pod, src *corev1.ProjectedVolumeSource, objs *objects) (map[string]fileProjection, error) {
+	mode := modeOr(src.DefaultMode, defaultFileMode)
+	out := map[string]fileProjection{}
+	merge := func(m map[string]fileProjection) {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	for _, s := range src.Sources {
+		switch {
+		case s.ConfigMap != nil:
+			m, err := configMapPayload(objs, s.ConfigMap.Name, s.ConfigMap.Items, &mode, optional(s.ConfigMap.Optional))
+			if err != nil {
+				return nil, err
+			}
+			merge(m)
+		case s.Secret != nil:
+			m, err := secretPayload(objs, s.Secret.Name, s.Secret.Items, &mode, optional(s.Secret.Optional))
+			if err != nil {
+				return nil, err
+			}
+			merge(m)
+		case s.DownwardAPI != nil:
+			m, err := p.downwardPayload(pod, s.DownwardAPI.Items, &mode)
+			if err != nil {
+				return nil, err
+			}
+			merge(m)
+		case s.ServiceAccountToken != nil:
+			token, err := p.serviceAccountToken(ctx, pod, s.ServiceAccountToken)
+			if err != nil {
+				return nil, err
+			}
+			out[s.ServiceAccountToken.Path] = fileProjection{data: []byte(token), mode: mode}
+		default:
+			return nil, errors.New("unsupported projected volume source (configMap, secret, downwardAPI and serviceAccountToken are supported)")
+		}
+	}
+	return out, nil
+}
+
+// tokenCache keeps service account tokens until 80% of their life, as
+// Kubernetes' token manager.
+type tokenCache struct {
+	mu     sync.Mutex
+	tokens map[string]cachedToken
+}
+
+type cachedToken struct {
+	token   string
+	refresh time.Time
+}
+
+// serviceAccountToken asks the API for a token of the pod's service
+// account, bound to the pod.
+func (p *Provider) serviceAccountToken(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection) (string, error) {
+	if p.cfg.Client == nil {
+		return "", errors.New("no API client to request service account tokens")
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	key := string(pod.UID) + "/" + src.Path + "/" + src.Audience
+	c := &p.files.tokens
+	c.mu.Lock()
+	cached, ok := c.tokens[key]
+	c.mu.Unlock()
+	if ok && p.clock.Now().Before(cached.refresh) {
+		return cached.token, nil
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To(max(ptr.Deref(src.ExpirationSeconds, 3607), 600)),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	if src.Audience != "" {
+		req.Spec.Audiences = []string{src.Audience}
+	}
+	tr, err := p.cfg.Client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("serviceaccount %q not found", sa)
+		}
+		return "", fmt.Errorf("request a token for service account %s/%s: %w", pod.Namespace, sa, err)
+	}
+	now := p.clock.Now()
+	life := tr.Status.ExpirationTimestamp.Sub(now)
+	if life <= 0 {
+		life = time.Duration(*req.Spec.ExpirationSeconds) * time.Second
+	}
+	c.mu.Lock()
+	if c.tokens == nil {
+		c.tokens = map[string]cachedToken{}
+	}
+	c.tokens[key] = cachedToken{token: tr.Status.Token, refresh: now.Add(life * 8 / 10)}
+	c.mu.Unlock()
+	return tr.Status.Token, nil
+}
+
+// forget drops a deleted pod's tokens.
+func (c *tokenCache) forget(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.tokens {
+		if strings.HasPrefix(k, string(uid)+"/") {
+			delete(c.tokens, k)
+		}
+	}
+}
+
+// fileCache holds what the provider keeps about pods' files.
+type fileCache struct {
+	tokens tokenCache
+}

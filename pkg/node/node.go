@@ -1,0 +1,160 @@
+package node
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/minik8s/minik8s/pkg/image"
+	"github.com/minik8s/minik8s/pkg/kubelet"
+	"github.com/minik8s/minik8s/pkg/kubelet/local"
+	"github.com/minik8s/minik8s/pkg/kubelet/network"
+	"github.com/minik8s/minik8s/pkg/kubelet/runtime"
+	"github.com/minik8s/minik8s/pkg/kubelet/runtime/daemon"
+)
+
+// Config describes one node.
+type Config struct {
+	NodeName string
+	// NodeIP is the node's InternalIP, where the apiserver reaches its kubelet.
+	NodeIP string
+	// REST is the node's credential for the apiserver.
+	REST *rest.Config
+	// ClientCA verifies callers of the kubelet's server (the apiserver).
+	ClientCA *x509.CertPool
+	// ContainerdAddress is containerd's socket (default /run/containerd/containerd.sock).
+	ContainerdAddress string
+	// ClusterCIDR and ServiceCIDR are blackholed / routed on the host so no
+	// cluster address ever leaks out of the machine.
+	ClusterCIDR, ServiceCIDR string
+	// RootDir holds pods' volumes and logs (default /var/lib/minik8s/kubelet).
+	RootDir string
+	// KubeletAddress is where the kubelet serves logs and exec (default :10250).
+	KubeletAddress string
+	// HostNetNS is the node's network namespace when it is not the process's own.
+	HostNetNS string
+	Labels    map[string]string
+	Logger    *slog.Logger
+}
+
+// Run brings the node up and serves until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.NodeName == "" || cfg.NodeIP == "" || cfg.REST == nil {
+		return errors.New("node: name, IP and credentials are required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.KubeletAddress == "" {
+		cfg.KubeletAddress = fmt.Sprintf(":%d", kubelet.DefaultServerPort)
+	}
+	d, err := daemon.Ensure(ctx, daemon.Config{Address: cfg.ContainerdAddress})
+	if err != nil {
+		return fmt.Errorf("containerd: %w", err)
+	}
+	if d.Started {
+		log.Info("started containerd", "address", d.Address, "log", d.LogPath)
+		defer func() { _ = d.Stop(context.WithoutCancel(ctx)) }()
+	}
+	if err := image.EnsureBuiltin(ctx, d.Address); err != nil {
+		return fmt.Errorf("built-in images: %w", err)
+	}
+	rt, err := runtime.New(ctx, runtime.Config{Address: d.Address, Logger: log})
+	if err != nil {
+		return err
+	}
+	routes, err := network.NewRoutes(network.RoutesConfig{NodeName: cfg.NodeName, HostNetNS: cfg.HostNetNS})
+	if err != nil {
+		return err
+	}
+	if cfg.ClusterCIDR != "" {
+		if err := routes.EnsureBlackholes(cfg.ClusterCIDR); err != nil {
+			return fmt.Errorf("cluster CIDR blackhole: %w", err)
+		}
+	}
+	if cfg.ServiceCIDR != "" {
+		if err := routes.EnsureServiceRoute(cfg.ServiceCIDR, network.DefaultBridgeName); err != nil {
+			return fmt.Errorf("service CIDR route: %w", err)
+		}
+	}
+	client, err := kubernetes.NewForConfig(cfg.REST)
+	if err != nil {
+		return err
+	}
+	// The kubelet's events (Pulled, Started, Killing, BackOff, Unhealthy)
+	// come from the component "kubelet" on this host, as kubectl describe
+	// shows them.
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+	provider, err := local.New(local.Config{
+		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Runtime: rt, Client: client, Recorder: recorder,
+		RootDir: cfg.RootDir, HostNetNS: cfg.HostNetNS, Logger: log,
+		NewNetwork: func(podCIDR string) (network.Network, error) {
+			return network.New(network.Config{NodeName: cfg.NodeName, PodCIDR: podCIDR, ClusterCIDR: cfg.ClusterCIDR, HostNetNS: cfg.HostNetNS})
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer provider.Close()
+	k, err := kubelet.New(kubelet.Config{
+		Client: client, NodeName: cfg.NodeName, Provider: provider, Labels: cfg.Labels,
+		ServerAddress: cfg.KubeletAddress, ClientCA: cfg.ClientCA, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	go syncRoutes(ctx, client, routes, log)
+	return k.Start(ctx)
+}
+
+// syncRoutes keeps a route to every other node's pod CIDR (host-gw).
+func syncRoutes(ctx context.Context, client kubernetes.Interface, routes *network.Routes, log *slog.Logger) {
+	factory := informers.NewSharedInformerFactory(client, 0)
+	nodes := factory.Core().V1().Nodes()
+	changed := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	_, _ = nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: poke, UpdateFunc: func(_, n any) { poke(n) }, DeleteFunc: poke,
+	})
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced)
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		select {
+		case <-changed:
+		case <-time.After(30 * time.Second):
+		case <-ctx.Done():
+			return
+		}
+		list, err := nodes.Lister().List(labels.Everything())
+		if err != nil {
+			return
+		}
+		if err := routes.Sync(network.NodeRoutes(list)); err != nil {
+			log.Warn("sync node routes", "err", err)
+		}
+	}, 0)
+}
