@@ -12,7 +12,7 @@ LDFLAGS   := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
              -X k8s.io/component-base/version.gitTreeState=clean
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 
-.PHONY: help build up down test test-unit test-integration verify bench deps clean
+.PHONY: help build up down test test-unit test-integration test-e2e verify bench deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -30,13 +30,16 @@ up: deps build ## run a single-node cluster in the background (logs: _output/min
 down: ## stop the cluster started by `make up`
 	@hack/down.sh "$(DATA_DIR)"
 
-test: deps verify build test-unit test-integration ## run every test tier
+test: deps verify build test-unit test-integration test-e2e ## run every test tier
 
 test-unit: ## unit tests
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
 
 test-integration: ## in-process apiserver on embedded etcd, driven by client-go and kubectl
-	$(GO) test -count=1 -timeout 20m -ldflags "$(LDFLAGS)" ./test/...
+	$(GO) test -count=1 -timeout 20m -ldflags "$(LDFLAGS)" ./test/integration/...
+
+test-e2e: ## whole clusters as root: real pods on containerd, nodes in network namespaces, kubectl
+	$(GO) test -count=1 -timeout 20m -ldflags "$(LDFLAGS)" ./test/e2e/...
 
 verify: ## gofmt and go vet
 	@out=$$(gofmt -l cmd pkg test 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"runtime"
 	"time"
 
@@ -54,6 +55,9 @@ type Config struct {
 	// specific IP into the Node's addresses as InternalIP when the
 	// provider gives none.
 	ServerAddress string
+	// Listen opens the server's listener (default net.Listen); a node in
+	// its own network namespace listens there.
+	Listen func(network, address string) (net.Listener, error)
 	// ServerCert is the server's certificate; nil means a self-signed one.
 	ServerCert *tls.Certificate
 	// ClientCA verifies the client certificates the server requires

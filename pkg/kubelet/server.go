@@ -59,7 +59,11 @@ func (k *Kubelet) startServer(ctx context.Context) (<-chan error, error) {
 	if k.cfg.ServerAddress == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", k.cfg.ServerAddress)
+	listen := net.Listen
+	if k.cfg.Listen != nil {
+		listen = k.cfg.Listen
+	}
+	ln, err := listen("tcp", k.cfg.ServerAddress)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet server: listen: %w", err)
 	}

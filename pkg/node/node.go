@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,11 +76,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := image.EnsureBuiltin(ctx, d.Address); err != nil {
 		return fmt.Errorf("built-in images: %w", err)
 	}
-	rt, err := runtime.New(ctx, runtime.Config{Address: d.Address, Logger: log})
+	rt, err := runtime.New(ctx, runtime.Config{Address: d.Address, Node: cfg.NodeName, Logger: log})
 	if err != nil {
 		return err
 	}
-	routes, err := network.NewRoutes(network.RoutesConfig{NodeName: cfg.NodeName, HostNetNS: cfg.HostNetNS})
+	routes, err := network.NewRoutes(network.RoutesConfig{NodeName: cfg.NodeName, HostNetNS: cfg.HostNetNS, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -103,11 +105,18 @@ func Run(ctx context.Context, cfg Config) error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+	// host-local's allocations live with the node's other state (several
+	// nodes on one machine each have their own).
+	stateDir := ""
+	if cfg.RootDir != "" {
+		stateDir = filepath.Join(cfg.RootDir, "cni")
+	}
 	provider, err := local.New(local.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Runtime: rt, Client: client, Recorder: recorder,
 		RootDir: cfg.RootDir, HostNetNS: cfg.HostNetNS, Logger: log,
 		NewNetwork: func(podCIDR string) (network.Network, error) {
-			return network.New(network.Config{NodeName: cfg.NodeName, PodCIDR: podCIDR, ClusterCIDR: cfg.ClusterCIDR, HostNetNS: cfg.HostNetNS})
+			return network.New(network.Config{NodeName: cfg.NodeName, PodCIDR: podCIDR, ClusterCIDR: cfg.ClusterCIDR,
+				HostNetNS: cfg.HostNetNS, StateDir: stateDir, Logger: log})
 		},
 	})
 	if err != nil {
@@ -117,6 +126,13 @@ func Run(ctx context.Context, cfg Config) error {
 	k, err := kubelet.New(kubelet.Config{
 		Client: client, NodeName: cfg.NodeName, Provider: provider, Labels: cfg.Labels,
 		ServerAddress: cfg.KubeletAddress, ClientCA: cfg.ClientCA, Logger: log,
+		Listen: func(proto, address string) (ln net.Listener, err error) {
+			err = network.InNetNS(cfg.HostNetNS, func() error {
+				ln, err = net.Listen(proto, address)
+				return err
+			})
+			return ln, err
+		},
 	})
 	if err != nil {
 		return err

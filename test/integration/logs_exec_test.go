@@ -32,6 +32,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/kubelet"
 	"github.com/minik8s/minik8s/pkg/kubelet/simulated"
 	"github.com/minik8s/minik8s/pkg/pki"
+	"github.com/minik8s/minik8s/test/testutil"
 )
 
 // startServingNode joins a simulated node whose kubelet serves logs, exec
@@ -167,8 +168,8 @@ func TestLogsAndExec(t *testing.T) {
 			t.Errorf("kubectl exec echo hi = %q", got)
 		}
 		_, stderr, err := k.run(t, "exec", "p", "--", "sh", "-c", "exit 3")
-		var exit kubectlExit
-		if !errors.As(err, &exit) || exit.code != 3 || !strings.Contains(stderr, "command terminated with exit code 3") {
+		var exit testutil.ExitError
+		if !errors.As(err, &exit) || exit.Code != 3 || !strings.Contains(stderr, "command terminated with exit code 3") {
 			t.Errorf("kubectl exec sh -c 'exit 3': err %v, stderr %q; want exit code 3", err, stderr)
 		}
 		out, _, err := k.runWithInput(t, "line one\nline two\n", "exec", "-i", "p", "--", "cat")
@@ -176,7 +177,7 @@ func TestLogsAndExec(t *testing.T) {
 			t.Errorf("kubectl exec -i cat = %q, %v", out, err)
 		}
 		out, _, err = k.runWithInput(t, "echo from a script\nexit 4\necho never\n", "exec", "-i", "p", "--", "sh")
-		if !errors.As(err, &exit) || exit.code != 4 || out != "from a script\n" {
+		if !errors.As(err, &exit) || exit.Code != 4 || out != "from a script\n" {
 			t.Errorf("kubectl exec -i sh = %q, %v; want exit code 4", out, err)
 		}
 		if got := k.ok(t, "exec", "two", "-c", "c2", "--", "hostname"); got != "two\n" {

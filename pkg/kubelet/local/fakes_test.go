@@ -42,6 +42,7 @@ type fakeRuntime struct {
 	stops    map[string]time.Duration // container ID -> grace it was stopped with
 	exec     func(id string, cmd []string, s runtime.ExecStreams) (int, error)
 	ops      []string
+	usage    map[string]fakeUsage // by ID, for Stats
 }
 
 var _ runtime.Runtime = (*fakeRuntime)(nil)
@@ -58,17 +59,18 @@ func (f *fakeRuntime) op(format string, args ...any) {
 	f.ops = append(f.ops, fmt.Sprintf(format, args...))
 }
 
-func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, policy corev1.PullPolicy) error {
+func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, policy corev1.PullPolicy) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.pullErrs[ref]; err != nil {
-		return &runtime.PullError{Image: ref, Err: err}
+		return false, &runtime.PullError{Image: ref, Err: err}
 	}
 	if policy == corev1.PullNever && !f.images[ref] {
-		return fmt.Errorf("%w: %s", runtime.ErrImageNeverPull, ref)
+		return false, fmt.Errorf("%w: %s", runtime.ErrImageNeverPull, ref)
 	}
+	pulled := !f.images[ref] || policy == corev1.PullAlways
 	f.images[ref] = true
-	return nil
+	return pulled, nil
 }
 
 func (f *fakeRuntime) CreateSandbox(_ context.Context, cfg runtime.SandboxConfig) (*runtime.Sandbox, error) {
@@ -175,8 +177,44 @@ func (f *fakeRuntime) Exec(_ context.Context, id string, cmd []string, s runtime
 	return fn(id, cmd, s)
 }
 
-func (f *fakeRuntime) Stats(context.Context, string) (*runtime.Stats, error) {
-	return nil, errors.New("no stats")
+// Stats reports what setUsage gave the ID: a steady cpu rate since then
+// (cumulative time grows with the fake clock) and a working set.
+func (f *fakeRuntime) Stats(_ context.Context, id string) (*runtime.Stats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u, ok := f.usage[id]
+	if !ok {
+		return nil, errors.New("no stats")
+	}
+	now := f.clock.Now()
+	return &runtime.Stats{
+		Timestamp: now, CPUUsageNanos: u.cpuBase + uint64(u.cores*float64(now.Sub(u.since))),
+		MemoryUsageBytes: 2 * u.workingSet, MemoryWorkingSetBytes: u.workingSet, MemoryRSSBytes: u.workingSet,
+	}, nil
+}
+
+// fakeUsage is what an ID uses: cores of cpu since since, on top of
+// cpuBase nanoseconds, and workingSet bytes.
+type fakeUsage struct {
+	cores      float64
+	cpuBase    uint64
+	since      time.Time
+	workingSet uint64
+}
+
+// setUsage makes id use cores of cpu from now on, and workingSet bytes.
+func (f *fakeRuntime) setUsage(id string, cores float64, workingSet uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.usage == nil {
+		f.usage = map[string]fakeUsage{}
+	}
+	now := f.clock.Now()
+	var base uint64
+	if u, ok := f.usage[id]; ok {
+		base = u.cpuBase + uint64(u.cores*float64(now.Sub(u.since)))
+	}
+	f.usage[id] = fakeUsage{cores: cores, cpuBase: base, since: now, workingSet: workingSet}
 }
 
 // exit ends the running attempt of container name with code.

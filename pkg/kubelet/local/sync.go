@@ -591,10 +591,16 @@ func (w *podWorker) pullImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		w.setWaiting(c.Name, "ImagePullBackOff", msg)
 		return false
 	}
-	err := w.p.rt.EnsureImage(ctx, c.Image, pullPolicy(c))
+	start := w.p.clock.Now()
+	pulled, err := w.p.rt.EnsureImage(ctx, c.Image, pullPolicy(c))
 	switch {
+	case err == nil && pulled:
+		b.DeleteEntry(key)
+		w.p.event(pod, c.Name, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %v", c.Image, w.p.clock.Since(start).Round(time.Millisecond))
+		return true
 	case err == nil:
 		b.DeleteEntry(key)
+		w.p.event(pod, c.Name, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
 		return true
 	case ctx.Err() != nil:
 		return false

@@ -63,7 +63,7 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandbox *Sandbox, cfg 
 
 	id := newID()
 	cgroup := sbLabels[labelCgroupParent] + "/" + id
-	labels, err := mergeLabels(map[string]string{
+	labels, err := r.mergeLabels(map[string]string{
 		LabelKind:          kindContainer,
 		LabelSandboxID:     sandbox.ID,
 		LabelPodNamespace:  sbLabels[LabelPodNamespace],

@@ -40,6 +40,11 @@ type Config struct {
 	Address string
 	// Namespace in containerd. Default "minik8s".
 	Namespace string
+	// Node, when set, labels everything this runtime creates and limits
+	// what it lists to those, so several nodes can share one containerd
+	// namespace (a multi-node cluster on one machine) without adopting each
+	// other's pods.
+	Node string
 	// Snapshotter for container root filesystems. Default containerd's.
 	Snapshotter string
 	// PauseImage runs every sandbox. Default registry.k8s.io/pause:3.10, the
@@ -93,6 +98,7 @@ const (
 	LabelPodUID        = labelPrefix + "pod-uid"
 	LabelSandboxID     = labelPrefix + "sandbox-id"
 	LabelContainerName = labelPrefix + "container-name"
+	LabelNode          = labelPrefix + "node"
 
 	labelNetNS        = labelPrefix + "netns"
 	labelHostPID      = labelPrefix + "host-pid"
@@ -396,7 +402,11 @@ func (r *Containerd) dropIO(id string) {
 
 // listAll returns our containers and their tasks' processes by container ID.
 func (r *Containerd) listAll(ctx context.Context) ([]containers.Container, map[string]*tasktypes.Process, error) {
-	cs, err := r.client.ContainerService().List(ctx, fmt.Sprintf("labels.%q", LabelKind))
+	filter := fmt.Sprintf("labels.%q", LabelKind)
+	if r.cfg.Node != "" {
+		filter += fmt.Sprintf(",labels.%q==%q", LabelNode, r.cfg.Node)
+	}
+	cs, err := r.client.ContainerService().List(ctx, filter)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list containers: %w", err)
 	}
@@ -553,8 +563,11 @@ func (l *idLocks) lock(id string) (unlock func()) {
 
 // mergeLabels returns base with extra's entries that do not collide with
 // the runtime's own labels.
-func mergeLabels(base, extra map[string]string) (map[string]string, error) {
+func (r *Containerd) mergeLabels(base, extra map[string]string) (map[string]string, error) {
 	out := maps.Clone(base)
+	if r.cfg.Node != "" {
+		out[LabelNode] = r.cfg.Node
+	}
 	for k, v := range extra {
 		if strings.HasPrefix(k, labelPrefix) {
 			return nil, errors.New("label " + k + " is reserved for the runtime")

@@ -463,19 +463,19 @@ func TestEnsureImage(t *testing.T) {
 	env := newTestEnv(t)
 	ctx := context.Background()
 	for _, policy := range []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever, ""} {
-		if err := env.rt.EnsureImage(ctx, "busybox", policy); err != nil {
+		if _, err := env.rt.EnsureImage(ctx, "busybox", policy); err != nil {
 			t.Errorf("busybox with %q: %v", policy, err)
 		}
 	}
-	if err := env.rt.EnsureImage(ctx, "localhost:1/missing:v1", corev1.PullNever); !errors.Is(err, ErrImageNeverPull) {
+	if _, err := env.rt.EnsureImage(ctx, "localhost:1/missing:v1", corev1.PullNever); !errors.Is(err, ErrImageNeverPull) {
 		t.Errorf("missing image with Never: %v", err)
 	}
-	err := env.rt.EnsureImage(ctx, "localhost:1/missing:v1", corev1.PullIfNotPresent)
+	_, err := env.rt.EnsureImage(ctx, "localhost:1/missing:v1", corev1.PullIfNotPresent)
 	var pe *PullError
 	if !errors.As(err, &pe) || pe.Image != "localhost:1/missing:v1" || !strings.Contains(err.Error(), `"localhost:1/missing:v1"`) {
 		t.Errorf("pull from a closed port: %v", err)
 	}
-	if err := env.rt.EnsureImage(ctx, "Not A Ref", corev1.PullIfNotPresent); !errors.Is(err, ErrInvalidImageName) {
+	if _, err := env.rt.EnsureImage(ctx, "Not A Ref", corev1.PullIfNotPresent); !errors.Is(err, ErrInvalidImageName) {
 		t.Errorf("invalid name: %v", err)
 	}
 	sb := env.sandbox("noimage", nil)

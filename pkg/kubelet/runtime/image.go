@@ -27,32 +27,32 @@ func NormalizeImage(ref string) (string, error) {
 // uses only what is here, IfNotPresent (and "") pulls when it is missing,
 // Always pulls unless the image was built or imported on this node (there
 // is no registry to pull it from; see image.LocalLabel).
-func (r *Containerd) EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy) error {
+func (r *Containerd) EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy) (bool, error) {
 	ctx = r.nsCtx(ctx)
 	name, err := NormalizeImage(ref)
 	if err != nil {
-		return err
+		return false, err
 	}
 	img, err := r.client.GetImage(ctx, name)
 	present := err == nil
 	if err != nil && !errdefs.IsNotFound(err) {
-		return fmt.Errorf("image %s: %w", name, err)
+		return false, fmt.Errorf("image %s: %w", name, err)
 	}
 	switch {
 	case present && policy != corev1.PullAlways,
 		present && img.Labels()[image.LocalLabel] == "true":
-		return r.unpack(ctx, img)
+		return false, r.unpack(ctx, img)
 	case !present && policy == corev1.PullNever:
-		return fmt.Errorf("%w: %s", ErrImageNeverPull, name)
+		return false, fmt.Errorf("%w: %s", ErrImageNeverPull, name)
 	}
 	opts := []containerd.RemoteOpt{containerd.WithPullUnpack, containerd.WithResolver(r.resolver)}
 	if r.cfg.Snapshotter != "" {
 		opts = append(opts, containerd.WithPullSnapshotter(r.cfg.Snapshotter))
 	}
 	if _, err := r.client.Pull(ctx, name, opts...); err != nil {
-		return &PullError{Image: name, Err: err}
+		return false, &PullError{Image: name, Err: err}
 	}
-	return nil
+	return true, nil
 }
 
 func (r *Containerd) unpack(ctx context.Context, img containerd.Image) error {

@@ -117,17 +117,17 @@ func TestPullFromRegistry(t *testing.T) {
 	srv := httptest.NewServer(reg)
 	ref := strings.TrimPrefix(srv.URL, "http://") + "/tools/busybox:v1"
 
-	if err := env.rt.EnsureImage(ctx, ref, corev1.PullIfNotPresent); err != nil {
-		t.Fatal(err)
+	if pulled, err := env.rt.EnsureImage(ctx, ref, corev1.PullIfNotPresent); err != nil || !pulled {
+		t.Fatalf("first EnsureImage: pulled %v, %v; want a pull", pulled, err)
 	}
 	if reg.resolves.Load() == 0 || reg.blobGets.Load() < 2 {
 		t.Errorf("pull made %d manifest and %d blob requests", reg.resolves.Load(), reg.blobGets.Load())
 	}
 	resolves := reg.resolves.Load()
-	if err := env.rt.EnsureImage(ctx, ref, corev1.PullIfNotPresent); err != nil || reg.resolves.Load() != resolves {
+	if pulled, err := env.rt.EnsureImage(ctx, ref, corev1.PullIfNotPresent); err != nil || pulled || reg.resolves.Load() != resolves {
 		t.Errorf("IfNotPresent on a present image: %v, it asked the registry again", err)
 	}
-	if err := env.rt.EnsureImage(ctx, ref, corev1.PullAlways); err != nil || reg.resolves.Load() == resolves {
+	if pulled, err := env.rt.EnsureImage(ctx, ref, corev1.PullAlways); err != nil || !pulled || reg.resolves.Load() == resolves {
 		t.Errorf("Always: %v, it did not ask the registry", err)
 	}
 
@@ -142,10 +142,10 @@ func TestPullFromRegistry(t *testing.T) {
 
 	srv.Close()
 	var pe *PullError
-	if err := env.rt.EnsureImage(ctx, ref, corev1.PullAlways); !errors.As(err, &pe) {
+	if _, err := env.rt.EnsureImage(ctx, ref, corev1.PullAlways); !errors.As(err, &pe) {
 		t.Errorf("Always with the registry gone: %v, want a PullError", err)
 	}
-	if err := env.rt.EnsureImage(ctx, ref, corev1.PullIfNotPresent); err != nil {
+	if _, err := env.rt.EnsureImage(ctx, ref, corev1.PullIfNotPresent); err != nil {
 		t.Errorf("IfNotPresent with the registry gone: %v", err)
 	}
 }

@@ -16,7 +16,8 @@ type Runtime interface {
 	// docker.io/library/busybox:latest) present and unpacked, pulling it as
 	// policy says. Errors name the image and the cause; a failed pull is a
 	// *PullError, a missing image under PullNever wraps ErrImageNeverPull.
-	EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy) error
+	// pulled says whether it came from a registry (rather than being here).
+	EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy) (pulled bool, err error)
 	// CreateSandbox starts the pod's pause container in a new network
 	// namespace (with loopback up), and new IPC and UTS namespaces.
 	CreateSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox, error)

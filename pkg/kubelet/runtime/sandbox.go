@@ -32,7 +32,7 @@ func (r *Containerd) CreateSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 		return nil, errors.New("create sandbox: pod UID is required")
 	}
 	pod := cfg.Namespace + "/" + cfg.Name
-	if err := r.EnsureImage(ctx, r.cfg.PauseImage, corev1.PullIfNotPresent); err != nil {
+	if _, err := r.EnsureImage(ctx, r.cfg.PauseImage, corev1.PullIfNotPresent); err != nil {
 		return nil, fmt.Errorf("create sandbox for %s: pause image: %w", pod, err)
 	}
 	img, err := r.getImage(ctx, r.cfg.PauseImage)
@@ -60,7 +60,7 @@ func (r *Containerd) CreateSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 	if cfg.HostNetwork {
 		netns = ""
 	}
-	labels, err := mergeLabels(map[string]string{
+	labels, err := r.mergeLabels(map[string]string{
 		LabelKind:         kindSandbox,
 		LabelPodNamespace: cfg.Namespace,
 		LabelPodName:      cfg.Name,
