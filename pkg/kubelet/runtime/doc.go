@@ -6,7 +6,9 @@
 // and UTS namespaces, plus one container per spec container that joins them,
 // each in its own cgroup under the pod's (cgroupfs, v1 or v2). Everything it
 // creates lives in one containerd namespace ("minik8s") and carries labels
-// naming its pod, so a restarted kubelet finds its pods again from containerd
+// naming its pod (and, with Config.Node, its node, so several nodes on one
+// machine share the namespace and the images without seeing each other's
+// pods), so a restarted kubelet finds its pods again from containerd
 // alone (ListContainers) and New re-attaches the log copiers of running
 // containers. Optional extras sit beside Runtime as their own interfaces:
 // Attacher (kubectl attach) and Versioner (the node's runtime version).
