@@ -48,6 +48,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		} else {
 			err = s.serveStatus(w, r, res, info, finalizeResource)
 		}
+	case "approval":
+		if res.Approval == nil {
+			err = apierrors.NewNotFound(schema.GroupResource{}, "")
+		} else {
+			err = s.serveStatus(w, r, res, info, approvalResource)
+		}
 	case "scale":
 		if res.Scale == nil {
 			err = apierrors.NewNotFound(schema.GroupResource{}, "")
@@ -285,7 +291,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	return nil
 }
 
-// serveStatus serves GET/PUT/PATCH on /status and PUT on /finalize.
+// serveStatus serves GET/PUT/PATCH on /status and /approval and PUT on /finalize.
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, sub subresource) error {
 	if !res.Status && sub == statusResource {
 		return apierrors.NewNotFound(schema.GroupResource{}, "")

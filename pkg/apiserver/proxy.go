@@ -321,6 +321,11 @@ func (s *Server) kubeletURL(ctx context.Context, nodeName, path string, params u
 	if !ok {
 		return nil, apierrors.NewInternalError(fmt.Errorf("unexpected object %T for a node", obj))
 	}
+	return nodeKubeletURL(node, path, params)
+}
+
+// nodeKubeletURL is kubeletURL for a node already read.
+func nodeKubeletURL(node *corev1.Node, path string, params url.Values) (*url.URL, error) {
 	host := ""
 	for _, t := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeInternalDNS, corev1.NodeExternalDNS, corev1.NodeHostName} {
 		for _, a := range node.Status.Addresses {

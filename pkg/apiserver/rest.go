@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/big"
 	"reflect"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/defaults"
 	"github.com/minik8s/minik8s/pkg/registry/validation"
@@ -103,6 +105,9 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, 
 	if res.PrepareForCreate != nil {
 		res.PrepareForCreate(obj)
 	}
+	if res.CreatedBy != nil {
+		res.CreatedBy(obj, requesterFrom(ctx))
+	}
 	if errs := validation.Validate(obj, res.Namespaced); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), m.GetName(), errs)
 	}
@@ -164,6 +169,8 @@ const (
 	// bindingResource is the scheduler setting a pod's node: the one spec
 	// change that a pod update may not make.
 	bindingResource subresource = "binding"
+	// approvalResource is a CSR's Approved and Denied conditions.
+	approvalResource subresource = "approval"
 )
 
 // update is the read-mutate-write loop shared by PUT, PATCH and the
@@ -252,6 +259,13 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 		// Only status moves; spec and metadata stay as stored.
 		obj = current.DeepCopyObject()
 		copyField(obj, desired, "Status")
+		if res.PrepareForStatusUpdate != nil {
+			res.PrepareForStatusUpdate(obj, current)
+		}
+	case approvalResource:
+		obj = current.DeepCopyObject()
+		copyField(obj, desired, "Status")
+		res.Approval(obj, current)
 	case finalizeResource:
 		obj = current.DeepCopyObject()
 		copyField(obj, desired, "Spec")
@@ -452,6 +466,16 @@ func specOf(obj runtime.Object) any {
 		}
 	}
 	return c.Interface()
+}
+
+// requesterFrom is the authenticated user of the request behind ctx; zero
+// for in-process calls.
+func requesterFrom(ctx context.Context) registry.Requester {
+	u, ok := authn.UserFrom(ctx)
+	if !ok {
+		return registry.Requester{}
+	}
+	return registry.Requester{Name: u.Name, UID: u.UID, Groups: slices.Clone(u.Groups)}
 }
 
 func orDefault(a, b string) string {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/apiserver/openapi"
@@ -52,6 +53,9 @@ type Config struct {
 	// attach and portforward are proxied to them (proxy.go); kubelets
 	// reject callers without one.
 	KubeletClientCert tls.Certificate
+	// MetricsCacheTTL is how long a kubelet's stats summary serves the
+	// metrics.k8s.io API (resourcemetrics.go); default DefaultMetricsCacheTTL.
+	MetricsCacheTTL time.Duration
 }
 
 // Server is the Kubernetes API over a Store.
@@ -68,6 +72,10 @@ type Server struct {
 	kubelet   *kubeletClient
 	log       *slog.Logger
 	now       func() time.Time
+	// summaries and metricsCodecs serve metrics.k8s.io (nil summaries
+	// when the table has no pods or nodes).
+	summaries     *summaryCache
+	metricsCodecs serializer.CodecFactory
 }
 
 // New validates cfg and builds the server.
@@ -92,6 +100,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.NodePortRange == "" {
 		cfg.NodePortRange = DefaultNodePortRange
+	}
+	if cfg.MetricsCacheTTL == 0 {
+		cfg.MetricsCacheTTL = DefaultMetricsCacheTTL
 	}
 	var portMin, portMax int
 	if _, err := fmt.Sscanf(cfg.NodePortRange, "%d-%d", &portMin, &portMax); err != nil || portMin < 1 || portMax > 65535 || portMin > portMax {
@@ -128,6 +139,9 @@ func New(cfg Config) (*Server, error) {
 		if r.Binding {
 			subs = append(subs, "binding")
 		}
+		if r.Approval != nil {
+			subs = append(subs, "approval")
+		}
 		oapiResources = append(oapiResources, openapi.Resource{
 			GroupVersionKind: r.GroupVersionKind(), Resource: r.Resource, Namespaced: r.Namespaced,
 			Verbs: allVerbs, Subresources: subs, Object: r.New(), ListObject: r.NewList(),
@@ -141,7 +155,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{
+	s := &Server{
 		cfg: cfg, store: store, table: table, scheme: scheme,
 		hooks:     map[schema.GroupKind]writeHook{{Kind: "Service"}: services},
 		codecs:    serializer.NewCodecFactory(scheme),
@@ -151,7 +165,13 @@ func New(cfg Config) (*Server, error) {
 		kubelet:   newKubeletClient(cfg.KubeletClientCert),
 		log:       cfg.Logger,
 		now:       cfg.Now,
-	}, nil
+	}
+	if servesMetricsAPI(table) {
+		s.discovery.addMetricsAPI()
+		s.summaries = newSummaryCache(kubeletSummaries{client: s.kubelet.client}, cfg.MetricsCacheTTL, cfg.Now)
+		s.metricsCodecs = newMetricsCodecs()
+	}
+	return s, nil
 }
 
 // Table is the set of served resources.
@@ -201,7 +221,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-	s.serveResource(rec, r, info)
+	if info.Group == metricsv1beta1.GroupName {
+		s.serveResourceMetrics(rec, r, info)
+	} else {
+		s.serveResource(rec, r, info)
+	}
 	s.metrics.requests.WithLabelValues(info.Verb, info.Group, info.Resource, info.Subresource, strconv.Itoa(rec.code)).Inc()
 	if info.Verb != "watch" {
 		s.metrics.latency.WithLabelValues(info.Verb, info.Group, info.Resource, info.Subresource).Observe(time.Since(start).Seconds())

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/minik8s/minik8s/pkg/apiserver"
+	"github.com/minik8s/minik8s/pkg/bootstrap"
+	"github.com/minik8s/minik8s/pkg/bootstrap/token"
 	"github.com/minik8s/minik8s/pkg/controlplane"
 	"github.com/minik8s/minik8s/pkg/kubelet"
 	"github.com/minik8s/minik8s/pkg/kubelet/simulated"
@@ -45,25 +47,22 @@ func agentCommand() *cobra.Command {
 		Short: "Run node agents (kubelets) that join a cluster",
 		Long: `Runs a kubelet that registers a Node and runs the pods bound to it.
 
+With --server and a join token (--token, from the server's <data-dir>/node-token
+or "minik8s token create"), the node joins as Kubernetes nodes do: it checks the
+server against the CA hash in the token, asks for its own client certificate
+(system:node:<name>) with the token, and from then on uses only that, saved
+under its root dir (kubelet.kubeconfig). A restart reuses the saved credential.
+
 --provider simulated runs pods without containers (kwok-style hollow nodes);
 with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rc, err := agentRESTConfig(f)
-			if err != nil {
-				return err
-			}
-			rc.QPS, rc.Burst, rc.UserAgent = 50, 100, "minik8s-kubelet"
-			client, err := kubernetes.NewForConfig(rc)
-			if err != nil {
-				return err
-			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 			switch f.provider {
 			case "simulated":
-				return runSimulatedNodes(cmd.Context(), client, f, log)
+				return runSimulatedNodes(cmd.Context(), f, log)
 			case "local":
-				return runLocalNode(cmd.Context(), rc, f, log)
+				return runLocalNode(cmd.Context(), f, log)
 			}
 			return fmt.Errorf("unknown provider %q (available: local, simulated)", f.provider)
 		},
@@ -72,13 +71,13 @@ with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to reach the apiserver")
 	fl.StringVar(&f.server, "server", "", "apiserver URL (with --token)")
-	fl.StringVar(&f.token, "token", "", "bearer token to join with (minik8s server's data dir pki/tokens.csv)")
-	fl.StringVar(&f.caFile, "certificate-authority", "", "the cluster CA certificate (with --server)")
+	fl.StringVar(&f.token, "token", "", "join token K10<ca-hash>::<id>.<secret> (the server's <data-dir>/node-token); another token (pki/tokens.csv) is used as a bearer token as it is")
+	fl.StringVar(&f.caFile, "certificate-authority", "", "the cluster CA certificate (optional with a K10 join token)")
 	fl.StringVar(&f.nodeName, "node-name", host, "node name (a prefix with --nodes > 1)")
 	fl.StringVar(&f.provider, "provider", "local", "pod provider: local (containerd + CNI, root) or simulated (no containers)")
 	fl.StringVar(&f.nodeIP, "node-ip", "", "the node's InternalIP, where the apiserver reaches its kubelet (local provider)")
 	fl.StringVar(&f.netns, "netns", "", "the node's network namespace path, when it is not this process's own (local provider)")
-	fl.StringVar(&f.rootDir, "root-dir", "", "pod volumes and logs (default /var/lib/minik8s/kubelet/<node>)")
+	fl.StringVar(&f.rootDir, "root-dir", "", "the node's credential, pod volumes and logs (default /var/lib/minik8s/kubelet/<node>; <root-dir>/<node> with --nodes > 1)")
 	fl.StringVar(&f.kubeletAt, "kubelet-address", ":10250", "where the kubelet serves logs and exec")
 	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range of the cluster")
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", apiserver.DefaultServiceCIDR, "Service cluster IP range")
@@ -87,23 +86,93 @@ with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 	return cmd
 }
 
-func agentRESTConfig(f *agentFlags) (*rest.Config, error) {
-	if f.server == "" {
-		return clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+// defaultRootDir holds one directory per node.
+const defaultRootDir = "/var/lib/minik8s/kubelet"
+
+// nodeDir is where node name keeps its credential (and, for the local
+// provider, its pods' volumes and logs).
+func nodeDir(f *agentFlags, name string) string {
+	switch {
+	case f.rootDir == "":
+		return filepath.Join(defaultRootDir, name)
+	case f.nodes > 1:
+		return filepath.Join(f.rootDir, name)
 	}
-	if f.token == "" || f.caFile == "" {
-		return nil, fmt.Errorf("--server needs --token and --certificate-authority")
-	}
-	return &rest.Config{Host: f.server, BearerToken: f.token, TLSClientConfig: rest.TLSClientConfig{CAFile: f.caFile}}, nil
+	return f.rootDir
 }
 
-func runSimulatedNodes(ctx context.Context, client kubernetes.Interface, f *agentFlags, log *slog.Logger) error {
+// joins says whether the nodes get their own credentials with a join token.
+func joins(f *agentFlags) bool {
+	if f.server == "" || f.token == "" {
+		return false
+	}
+	_, err := token.ParseJoin(f.token)
+	return err == nil
+}
+
+// nodeRESTConfig is node name's credential: its own certificate after a
+// join (saved in its directory), else the kubeconfig or static token given.
+func nodeRESTConfig(ctx context.Context, f *agentFlags, name string, log *slog.Logger) (*rest.Config, error) {
+	var rc *rest.Config
+	switch {
+	case f.server == "":
+		var err error
+		if rc, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig); err != nil {
+			return nil, err
+		}
+	case f.token == "":
+		return nil, errors.New("--server needs --token")
+	case joins(f):
+		var caPEM []byte
+		if f.caFile != "" {
+			var err error
+			if caPEM, err = os.ReadFile(f.caFile); err != nil {
+				return nil, err
+			}
+		}
+		var err error
+		rc, err = bootstrap.Join(ctx, bootstrap.Config{
+			Server: f.server, Token: f.token, CAPEM: caPEM, NodeName: name, Dir: nodeDir(f, name), Logger: log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("node %s: join: %w", name, err)
+		}
+	case f.caFile == "":
+		return nil, errors.New("a token that is not a join token (K10<ca-hash>::<id>.<secret>) needs --certificate-authority")
+	default:
+		rc = &rest.Config{Host: f.server, BearerToken: f.token, TLSClientConfig: rest.TLSClientConfig{CAFile: f.caFile}}
+	}
+	rc.QPS, rc.Burst, rc.UserAgent = 50, 100, "minik8s-kubelet"
+	return rc, nil
+}
+
+func runSimulatedNodes(ctx context.Context, f *agentFlags, log *slog.Logger) error {
+	var shared kubernetes.Interface
+	if !joins(f) {
+		rc, err := nodeRESTConfig(ctx, f, f.nodeName, log)
+		if err != nil {
+			return err
+		}
+		if shared, err = kubernetes.NewForConfig(rc); err != nil {
+			return err
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, f.nodes)
 	for i := 0; i < f.nodes; i++ {
 		name := f.nodeName
 		if f.nodes > 1 {
 			name = fmt.Sprintf("%s-%d", f.nodeName, i)
+		}
+		client := shared
+		if client == nil {
+			rc, err := nodeRESTConfig(ctx, f, name, log)
+			if err != nil {
+				return err
+			}
+			if client, err = kubernetes.NewForConfig(rc); err != nil {
+				return err
+			}
 		}
 		p, err := simulated.New(simulated.Config{
 			NodeName: name, NodeIP: fmt.Sprintf("172.31.%d.%d", i/250, i%250+1),
@@ -129,16 +198,19 @@ func runSimulatedNodes(ctx context.Context, client kubernetes.Interface, f *agen
 	return <-errs
 }
 
-func runLocalNode(ctx context.Context, rc *rest.Config, f *agentFlags, log *slog.Logger) error {
+func runLocalNode(ctx context.Context, f *agentFlags, log *slog.Logger) error {
 	if os.Geteuid() != 0 {
 		return errors.New("the local provider runs containers and pod networking, so it must run as root")
 	}
 	if f.nodeIP == "" {
 		return errors.New("--node-ip is required with the local provider")
 	}
+	rc, err := nodeRESTConfig(ctx, f, f.nodeName, log)
+	if err != nil {
+		return err
+	}
 	caPEM := rc.TLSClientConfig.CAData
 	if len(caPEM) == 0 && rc.TLSClientConfig.CAFile != "" {
-		var err error
 		if caPEM, err = os.ReadFile(rc.TLSClientConfig.CAFile); err != nil {
 			return err
 		}
@@ -147,13 +219,9 @@ func runLocalNode(ctx context.Context, rc *rest.Config, f *agentFlags, log *slog
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return errors.New("the kubeconfig carries no cluster CA: the kubelet needs it to verify the apiserver's calls")
 	}
-	rootDir := f.rootDir
-	if rootDir == "" {
-		rootDir = filepath.Join("/var/lib/minik8s/kubelet", f.nodeName)
-	}
 	return node.Run(ctx, node.Config{
 		NodeName: f.nodeName, NodeIP: f.nodeIP, REST: rc, ClientCA: pool, Labels: f.labels,
-		ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR, RootDir: rootDir,
+		ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR, RootDir: nodeDir(f, f.nodeName),
 		KubeletAddress: f.kubeletAt, HostNetNS: f.netns, Logger: log,
 	})
 }

@@ -7,11 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/minik8s/minik8s/pkg/bench"
+	"github.com/minik8s/minik8s/pkg/kubelet/runtime/daemon"
 )
 
 func benchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Measure a running or in-process cluster"}
-	cmd.AddCommand(benchAPICommand(), benchSchedulerCommand())
+	cmd.AddCommand(benchAPICommand(), benchSchedulerCommand(), benchPodsCommand())
 	return cmd
 }
 
@@ -60,6 +61,59 @@ A benchmark: it prints figures, it does not judge them.`,
 	fl.IntVar(&f.requests, "requests", 0, "requests per phase, shared by its clients (replaces --duration)")
 	fl.IntVar(&f.listObjects, "list-objects", bench.DefaultListObjects, "ConfigMaps in the listed namespace")
 	fl.IntVar(&f.payloadBytes, "payload-bytes", bench.DefaultPayloadBytes, "size of each ConfigMap's data")
+	fl.BoolVar(&f.json, "json", false, "write the report as JSON")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
+	return cmd
+}
+
+type benchPodsFlags struct {
+	pods        int
+	concurrency int
+	image       string
+	ctrRuns     int
+	containerd  string
+	podTimeout  time.Duration
+	json        bool
+	quiet       bool
+}
+
+func benchPodsCommand() *cobra.Command {
+	f := &benchPodsFlags{}
+	cmd := &cobra.Command{
+		Use:   "pods",
+		Short: "Pod startup latency (create -> Running, image present) against a bare container start (as root)",
+		Long: `Starts a control plane in-process and one node in a network namespace of its
+own on this machine's containerd, then creates --pods pods (after one warm-up
+pod), --concurrency at a time, each running the image's sleep 3600, and times
+each from its Create call to the watch event that shows it Running and Ready.
+For comparison it starts the same image as many times straight on containerd
+with its Go client (what ctr run -d does) in a temporary containerd namespace,
+and runs the ctr binary a few times when it is on PATH.
+Prints p50, p90, p99, max, starts per second, and the ratios to the bare start.
+Everything it creates is removed at the end. Needs root.
+A benchmark: it prints figures, it does not judge them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := bench.PodsConfig{
+				Pods: f.pods, Concurrency: f.concurrency, Image: f.image, CtrRuns: f.ctrRuns,
+				ContainerdAddress: f.containerd, PodTimeout: f.podTimeout, JSON: f.json,
+			}
+			if f.ctrRuns <= 0 {
+				cfg.CtrRuns = -1 // PodsConfig's zero is the default
+			}
+			if !f.quiet {
+				cfg.Progress = os.Stderr
+			}
+			return bench.RunPods(cmd.Context(), cfg, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.pods, "pods", bench.DefaultPods, "pods measured (and bare containers started), after one warm-up")
+	fl.IntVar(&f.concurrency, "concurrency", 1, "pods created and started at once")
+	fl.StringVar(&f.image, "image", bench.DefaultPodsImage, "the pods' image; it must be present in containerd's minik8s namespace")
+	fl.IntVar(&f.ctrRuns, "ctr-runs", bench.DefaultCtrRuns, "times the ctr binary is run, when on PATH (0: never)")
+	fl.StringVar(&f.containerd, "containerd", daemon.DefaultAddress, "containerd socket (one is started when none answers)")
+	fl.DurationVar(&f.podTimeout, "pod-timeout", bench.DefaultPodTimeout, "how long a pod may take to be Running and Ready")
 	fl.BoolVar(&f.json, "json", false, "write the report as JSON")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd

@@ -23,7 +23,7 @@ func Run(ctx context.Context, args []string) error {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serverCommand(), upCommand(), agentCommand(), imageCommand(), schedulerCommand(), kubectlCommand(), benchCommand(), versionCommand())
+	root.AddCommand(serverCommand(), upCommand(), agentCommand(), tokenCommand(), imageCommand(), schedulerCommand(), kubectlCommand(), benchCommand(), versionCommand())
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
 }
@@ -58,7 +58,7 @@ func serverCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&f.dataDir, "data-dir", "/var/lib/minik8s", "directory for etcd data, certificates and admin.kubeconfig")
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", "/var/lib/minik8s", "directory for etcd data, certificates, admin.kubeconfig and node-token (the join token for agents)")
 	cmd.Flags().StringVar(&f.bindAddress, "bind-address", "0.0.0.0", "address the apiserver listens on")
 	cmd.Flags().IntVar(&f.port, "port", 6443, "apiserver HTTPS port")
 	cmd.Flags().StringSliceVar(&f.etcdServers, "etcd-servers", nil, "external etcd client URLs; empty runs an embedded etcd")

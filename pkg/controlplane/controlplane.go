@@ -10,8 +10,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/minik8s/minik8s/pkg/apiserver"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
@@ -22,14 +27,15 @@ import (
 
 // Config is the control plane's configuration, from `minik8s server` flags.
 type Config struct {
-	// DataDir holds etcd's data, the PKI and admin.kubeconfig.
+	// DataDir holds etcd's data, the PKI, admin.kubeconfig and node-token.
 	DataDir string
 	// BindAddress and Port are where the apiserver listens (Port 0: any free port).
 	BindAddress string
 	Port        int
 	// EtcdServers, when set, replaces the embedded etcd.
 	EtcdServers []string
-	// Hosts are extra names and IPs for the serving certificate.
+	// Hosts are extra names and IPs for the serving certificate (which
+	// always names the machine's addresses and BindAddress).
 	Hosts  []string
 	Logger *slog.Logger
 	// BookmarkInterval is how often watches that allow bookmarks get one
@@ -40,7 +46,7 @@ type Config struct {
 	// ServiceCIDR is where Service cluster IPs come from (default 10.96.0.0/12).
 	ServiceCIDR string
 	// DisableControllers names built-in controllers not to run
-	// (namespace, scheduler, nodeipam).
+	// (namespace, scheduler, nodeipam, csrapproving, csrsigning).
 	DisableControllers []string
 	// Ready, when set, is called once the apiserver serves.
 	Ready func(ControlPlane)
@@ -53,6 +59,10 @@ type ControlPlane struct {
 	EtcdEndpoint   string // empty for an external etcd
 	Server         *apiserver.Server
 	Bundle         *pki.Bundle
+	// NodeToken is the join token for nodes ("K10<ca-hash>::<id>.<secret>"),
+	// also in NodeTokenPath (<data-dir>/node-token).
+	NodeToken     string
+	NodeTokenPath string
 }
 
 // DefaultClusterCIDR is where pod IPs come from, as kubeadm's flannel setup.
@@ -112,7 +122,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	bundle, err := pki.Ensure(pki.Config{Dir: filepath.Join(cfg.DataDir, "pki"), Hosts: cfg.Hosts})
+	bundle, err := pki.Ensure(pki.Config{Dir: filepath.Join(cfg.DataDir, "pki"), Hosts: servingHosts(cfg)})
 	if err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
@@ -124,14 +134,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// Bootstrap tokens are Secrets: the authenticator reads them through
+	// the apiserver's storage path (decrypting), once the apiserver exists.
+	secrets := &secretReader{}
 	api, err := apiserver.New(apiserver.Config{
 		Store: store, EncryptionKey: key, Logger: log, BookmarkInterval: cfg.BookmarkInterval, ServiceCIDR: cfg.ServiceCIDR,
-		Authenticator:     authn.Union(authn.NewX509(bundle.CAPool), tokens),
+		Authenticator:     authn.Union(authn.NewX509(bundle.CAPool), tokens, authn.NewBootstrapToken(secrets.get, nil)),
 		KubeletClientCert: kubeletCert,
 	})
 	if err != nil {
 		return err
 	}
+	secrets.api = api
 	if err := api.EnsureDefaults(ctx); err != nil {
 		return err
 	}
@@ -159,6 +173,19 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	log.Info("apiserver serving", "url", url, "kubeconfig", kubeconfig)
+	nodeTokenPath := filepath.Join(cfg.DataDir, NodeTokenName)
+	admin, err := kubernetes.NewForConfig(loopbackConfig(url, bundle))
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
+	nodeToken, err := ensureNodeToken(ctx, admin, nodeTokenPath, bundle.CAPEM, time.Now(), log)
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
+	log.Info("nodes join with minik8s agent --server https://<address>:<port> --token <join token>",
+		"port", port, "joinTokenFile", nodeTokenPath)
 	controllersDone, err := startControllers(ctx, cfg, url, bundle, log)
 	if err != nil {
 		_ = srv.Close()
@@ -166,7 +193,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer func() { <-controllersDone }()
 	if cfg.Ready != nil {
-		cfg.Ready(ControlPlane{URL: url, KubeconfigPath: kubeconfig, EtcdEndpoint: etcdEndpoint, Server: api, Bundle: bundle})
+		cfg.Ready(ControlPlane{URL: url, KubeconfigPath: kubeconfig, EtcdEndpoint: etcdEndpoint, Server: api, Bundle: bundle,
+			NodeToken: nodeToken, NodeTokenPath: nodeTokenPath})
 	}
 
 	select {
@@ -188,4 +216,46 @@ func Run(ctx context.Context, cfg Config) error {
 		_ = srv.Close()
 	}
 	return nil
+}
+
+// secretReader reads kube-system's Secrets for the bootstrap token
+// authenticator, through api (set once it is built; the server accepts no
+// request before).
+type secretReader struct{ api *apiserver.Server }
+
+func (r *secretReader) get(ctx context.Context, name string) (*corev1.Secret, error) {
+	if r.api == nil {
+		return nil, errors.New("apiserver not ready")
+	}
+	obj, err := r.api.Get(ctx, corev1.SchemeGroupVersion.WithResource("secrets"), metav1.NamespaceSystem, name)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return nil, fmt.Errorf("secret %s: got %T", name, obj)
+	}
+	return s, nil
+}
+
+// servingHosts are the names the serving certificate must carry: the
+// configured ones, the address the apiserver binds to and every address of
+// this machine, so that nodes (which verify the certificate, pkg/bootstrap)
+// can reach it by any of them. The CA stays when the list grows, so join
+// tokens stay valid.
+func servingHosts(cfg Config) []string {
+	hosts := slices.Clone(cfg.Hosts)
+	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, ip.String())
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return hosts
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && (n.IP.To4() != nil || n.IP.IsGlobalUnicast()) {
+			hosts = append(hosts, n.IP.String())
+		}
+	}
+	return hosts
 }

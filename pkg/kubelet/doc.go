@@ -9,5 +9,7 @@
 //
 // With Config.ServerAddress it also serves Kubernetes' kubelet HTTPS API
 // (server.go) that the apiserver proxies pods/log, exec, attach and
-// portforward to, through optional provider interfaces (streaming.go).
+// portforward to, through optional provider interfaces (streaming.go),
+// and the Summary API (/stats/summary) that the apiserver's metrics.k8s.io
+// API reads, through StatsProvider (summary.go).
 package kubelet

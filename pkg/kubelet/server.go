@@ -36,9 +36,11 @@ import (
 //	GET|POST /exec/{namespace}/{pod}/{container}?command=...&input=1&output=1&error=1&tty=1
 //	GET|POST /attach/{namespace}/{pod}/{container}?input=1&output=1&error=1&tty=1
 //	GET|POST /portForward/{namespace}/{pod}
+//	GET      /stats/summary
 //
 // exec and attach speak the remotecommand protocol (remotecommand.go),
-// portForward Kubernetes' port forwarding protocol (portforward.go).
+// portForward Kubernetes' port forwarding protocol (portforward.go),
+// stats/summary the Summary API (summary.go).
 // Every connection must present a client certificate signed by
 // Config.ClientCA (TLS rejects the others); only the apiserver
 // (pki.KubeletClientUser) and admins (group system:masters) get past
@@ -174,6 +176,7 @@ func (k *Kubelet) serverHandler() http.Handler {
 	mux.HandleFunc("/exec/{namespace}/{pod}/{container}", k.authorized(k.serveExec))
 	mux.HandleFunc("/attach/{namespace}/{pod}/{container}", k.authorized(k.serveAttach))
 	mux.HandleFunc("/portForward/{namespace}/{pod}", k.authorized(k.servePortForward))
+	mux.HandleFunc("GET /stats/summary", k.authorized(k.serveStatsSummary))
 	return mux
 }
 

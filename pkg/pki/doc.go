@@ -16,7 +16,13 @@
 // certificate whose key no longer matches (a crash between writing the two) is
 // simply re-issued on the next Ensure.
 //
+// The apiserver serves its certificate with the CA as the rest of the chain,
+// so a joining node can find the CA its join token names by hash
+// (pkg/bootstrap).
+//
 // The package also issues client certificates and tokens for other
-// identities (node agents) and writes the admin kubeconfig. Checking the
+// identities, signs certificate requests the CSR signer has approved
+// (SignCertificateRequest, pkg/controller/certificates) and writes the
+// admin kubeconfig. Checking the
 // credentials on requests is pkg/apiserver/authn's job.
 package pki

@@ -64,7 +64,7 @@ type Config struct {
 type Bundle struct {
 	CAPEM                     []byte
 	CAPool                    *x509.CertPool
-	Serving                   tls.Certificate // apiserver serving cert signed by the CA
+	Serving                   tls.Certificate // apiserver serving cert signed by the CA, served with the CA as its chain
 	AdminCert                 tls.Certificate // client cert CN=minik8s-admin O=system:masters signed by the CA
 	AdminCertPEM, AdminKeyPEM []byte
 	AdminToken                string // random bearer token for the admin
@@ -228,7 +228,7 @@ func nearExpiry(c *x509.Certificate) bool { return now().Add(renewBefore).After(
 func (b *Bundle) ensureServing(dns []string, ips []net.IP) error {
 	pair, _, _, ok := b.loadLeaf(ServingCertFile, ServingKeyFile, x509.ExtKeyUsageServerAuth)
 	if ok && !nearExpiry(pair.Leaf) && coversHosts(pair.Leaf, dns, ips) {
-		b.Serving = pair
+		b.setServing(pair)
 		return nil
 	}
 	key, keyPEM, err := newKey()
@@ -254,8 +254,19 @@ func (b *Bundle) ensureServing(dns []string, ips []net.IP) error {
 	if err := writeFileAtomic(b.path(ServingCertFile), certPEM); err != nil {
 		return err
 	}
-	b.Serving, err = tls.X509KeyPair(certPEM, keyPEM)
-	return err
+	pair, err = tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return err
+	}
+	b.setServing(pair)
+	return nil
+}
+
+// setServing makes the CA part of the served chain, so a node that joins
+// with the CA's hash (pkg/bootstrap) can find the CA in the handshake.
+func (b *Bundle) setServing(pair tls.Certificate) {
+	pair.Certificate = append(pair.Certificate[:1:1], b.caCert.Raw)
+	b.Serving = pair
 }
 
 func coversHosts(c *x509.Certificate, dns []string, ips []net.IP) bool {
@@ -457,8 +468,12 @@ func randomHex(n int) (string, error) {
 	return hex.EncodeToString(buf), nil
 }
 
-// writeFileAtomic writes data to path with mode 0600 via a temporary file in
-// the same directory, fsync and rename, then syncs the directory.
+// WriteFileAtomic writes data to path with mode 0600 via a temporary file
+// in the same directory, fsync and rename, then syncs the directory: a crash
+// leaves the old file or the new one, never half of one. The directory must
+// exist.
+func WriteFileAtomic(path string, data []byte) error { return writeFileAtomic(path, data) }
+
 func writeFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")

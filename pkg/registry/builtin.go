@@ -56,6 +56,9 @@ func Builtin() []*Resource {
 		{GroupVersionResource: gvr("storage.k8s.io", "v1", "storageclasses"), Kind: "StorageClass", ShortNames: []string{"sc"}, NoGeneration: true},
 		{GroupVersionResource: gvr("networking.k8s.io", "v1", "ingresses"), Kind: "Ingress", Namespaced: true, ShortNames: []string{"ing"},
 			Status: true},
+		{GroupVersionResource: gvr("certificates.k8s.io", "v1", "certificatesigningrequests"), Kind: "CertificateSigningRequest",
+			ShortNames: []string{"csr"}, Status: true, NoGeneration: true, FieldLabels: csrFields,
+			CreatedBy: csrCreatedBy, PrepareForUpdate: csrKeepSpec, PrepareForStatusUpdate: csrKeepApproval, Approval: csrKeepAllButApproval},
 	}
 }
 

@@ -33,6 +33,17 @@ type Resource struct {
 	// PrepareForUpdate carries over what an update may leave out (e.g. a
 	// service's allocated clusterIP) before validation.
 	PrepareForUpdate func(obj, old runtime.Object)
+	// CreatedBy records who creates an object, from the authenticated
+	// request (a CSR's spec.username, uid and groups); it runs on every
+	// create, with a zero Requester when the request carries no user.
+	CreatedBy func(obj runtime.Object, by Requester)
+	// PrepareForStatusUpdate keeps what /status may not change: obj is the
+	// stored object with the request's status, old the stored object.
+	PrepareForStatusUpdate func(obj, old runtime.Object)
+	// Approval, when set, serves /approval (CertificateSigningRequests): obj
+	// is the stored object with the request's status, and Approval keeps
+	// from old everything the approval may not change.
+	Approval func(obj, old runtime.Object)
 	// GracefulDelete says whether deleting obj must wait for someone (the
 	// kubelet) to finish it, and the grace period to record.
 	GracefulDelete func(obj runtime.Object, requested *int64) (grace int64, graceful bool)
@@ -43,6 +54,13 @@ type Resource struct {
 	NoGeneration bool
 
 	objType, listType reflect.Type
+}
+
+// Requester is the authenticated user behind a request.
+type Requester struct {
+	Name   string
+	UID    string
+	Groups []string
 }
 
 // ScaleAccessor reads and writes the replica count behind /scale.

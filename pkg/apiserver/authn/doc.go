@@ -1,10 +1,14 @@
 // Package authn owns authentication: deciding who is making an HTTP request
-// to the apiserver. It knows two kinds of credentials, as Kubernetes does:
+// to the apiserver. It knows three kinds of credentials, as Kubernetes does:
 //
 //   - X.509 client certificates signed by the cluster CA (NewX509):
 //     CN is the user name, O the groups;
 //   - bearer tokens from a static token file in the format of Kubernetes'
-//     --token-auth-file (NewTokenFile), re-read whenever the file changes.
+//     --token-auth-file (NewTokenFile), re-read whenever the file changes;
+//   - bootstrap tokens "<id>.<secret>" (NewBootstrapToken), checked against
+//     their Secrets in kube-system on every request: the user
+//     system:bootstrap:<id> in system:bootstrappers, for nodes that join
+//     (pkg/bootstrap/token has the format and the rules).
 //
 // Union tries several authenticators in turn. Middleware runs an
 // Authenticator in front of a handler: it answers 401 with a Kubernetes

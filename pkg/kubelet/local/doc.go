@@ -23,6 +23,16 @@
 // over the full spec through UpdatePod, and containers whose image still
 // matches keep running.
 //
+// # Stats
+//
+// Summary (kubelet.StatsProvider, stats.go) reads each running pod's
+// cgroup and its running containers' through the runtime's Stats, and the
+// machine's totals from /proc/stat and /proc/meminfo. CPU usage is the
+// change in cumulative cpu time since the previous summary, per cgroup
+// (stats.CPUTracker); a cgroup without a recent sample is read twice, a
+// second apart, so the first `kubectl top` already has rates. Memory is
+// the working set (usage less inactive page cache).
+//
 // # Files
 //
 // Under Config.RootDir:

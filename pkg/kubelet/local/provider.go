@@ -21,6 +21,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/kubelet"
 	"github.com/minik8s/minik8s/pkg/kubelet/network"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime"
+	"github.com/minik8s/minik8s/pkg/kubelet/stats"
 )
 
 // Config is what a local provider is built from.
@@ -154,6 +155,11 @@ type Provider struct {
 	list  listCache
 	node  nodeCache
 	files fileCache
+
+	// cpu turns cumulative cpu times into rates for Summary (stats.go);
+	// readNode measures the machine (readProcNode; tests replace it).
+	cpu      stats.CPUTracker
+	readNode func() (nodeUsage, error)
 }
 
 var (
@@ -183,6 +189,7 @@ func New(cfg Config) (*Provider, error) {
 		pullBackOff:    flowcontrol.NewFakeBackOff(backOffInitial, backOffMax, cfg.Clock),
 		sandboxBackOff: flowcontrol.NewFakeBackOff(time.Second, time.Minute, cfg.Clock),
 		pods:           map[string]*podWorker{},
+		readNode:       readProcNode,
 	}
 	if cfg.Network != nil {
 		p.net = &serialNetwork{n: cfg.Network}

@@ -14,4 +14,9 @@
 // true, false, sleep, sh -c with exit N; see exec.go); attach behaves
 // like `cat` as the main process; every declared container port answers
 // as an echo server.
+//
+// Its stats summary (kubectl top) reports, per running container, the
+// usage the pod's minik8s.io/simulate-cpu-usage and
+// minik8s.io/simulate-memory-usage annotations name (zero without them),
+// summed per pod and for the node (stats.go).
 package simulated

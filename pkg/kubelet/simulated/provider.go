@@ -43,6 +43,8 @@ type Provider struct {
 	base   net.IP
 	notify func(*corev1.Pod)
 	logs   logBook // what the containers "print" (logs.go)
+	// started is the node's start, its summary's startTime (stats.go).
+	started time.Time
 }
 
 var (
@@ -71,7 +73,7 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil || ipnet.IP.To4() == nil {
 		return nil, fmt.Errorf("simulated provider: pod CIDR %q: want IPv4 CIDR", cfg.PodCIDR)
 	}
-	return &Provider{cfg: cfg, pods: map[string]*corev1.Pod{}, base: ipnet.IP.To4(), nextIP: 2}, nil
+	return &Provider{cfg: cfg, pods: map[string]*corev1.Pod{}, base: ipnet.IP.To4(), nextIP: 2, started: cfg.Clock.Now()}, nil
 }
 
 func key(ns, name string) string { return ns + "/" + name }

@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -101,6 +102,12 @@ func Default(obj runtime.Object) {
 	case *storagev1.StorageClass:
 		if o != nil {
 			defaultStorageClass(o)
+		}
+
+	// certificates.k8s.io/v1
+	case *certificatesv1.CertificateSigningRequest:
+		if o != nil {
+			defaultCSR(o)
 		}
 	}
 	// ConfigMap, Event, ServiceAccount, Lease, Ingress and unknown kinds have

@@ -19,6 +19,7 @@
 //     being deleted (namespace strategy) and the
 //     kubernetes.io/metadata.name label.
 //   - Service: ipFamilyPolicy SingleStack and ipFamilies (service registry).
+//   - CertificateSigningRequest: a condition's status "True" when empty.
 //
 // Default is idempotent: calling it on an already-defaulted object leaves the
 // object unchanged. Kinds it does not know are left untouched. It never

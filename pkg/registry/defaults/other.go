@@ -2,6 +2,7 @@ package defaults
 
 import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -93,5 +94,14 @@ func defaultStorageClass(sc *storagev1.StorageClass) {
 	}
 	if sc.VolumeBindingMode == nil {
 		sc.VolumeBindingMode = ptr.To(storagev1.VolumeBindingImmediate)
+	}
+}
+
+// defaultCSR: a condition without a status is "True" (v1 defaulting).
+func defaultCSR(csr *certificatesv1.CertificateSigningRequest) {
+	for i := range csr.Status.Conditions {
+		if csr.Status.Conditions[i].Status == "" {
+			csr.Status.Conditions[i].Status = corev1.ConditionTrue
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -947,28 +948,29 @@ func TestClusterCells(t *testing.T) {
 
 // zeroObjects holds an empty object of every kind with a printer.
 var zeroObjects = map[schema.GroupKind]runtime.Object{
-	{Kind: "Pod"}:                                           &corev1.Pod{},
-	{Kind: "Node"}:                                          &corev1.Node{},
-	{Kind: "Namespace"}:                                     &corev1.Namespace{},
-	{Kind: "Service"}:                                       &corev1.Service{},
-	{Kind: "Endpoints"}:                                     &corev1.Endpoints{},
-	{Kind: "ConfigMap"}:                                     &corev1.ConfigMap{},
-	{Kind: "Secret"}:                                        &corev1.Secret{},
-	{Kind: "Event"}:                                         &corev1.Event{},
-	{Kind: "ServiceAccount"}:                                &corev1.ServiceAccount{},
-	{Kind: "PersistentVolume"}:                              &corev1.PersistentVolume{},
-	{Kind: "PersistentVolumeClaim"}:                         &corev1.PersistentVolumeClaim{},
-	{Group: "apps", Kind: "Deployment"}:                     &appsv1.Deployment{},
-	{Group: "apps", Kind: "ReplicaSet"}:                     &appsv1.ReplicaSet{},
-	{Group: "apps", Kind: "DaemonSet"}:                      &appsv1.DaemonSet{},
-	{Group: "apps", Kind: "StatefulSet"}:                    &appsv1.StatefulSet{},
-	{Group: "batch", Kind: "Job"}:                           &batchv1.Job{},
-	{Group: "batch", Kind: "CronJob"}:                       &batchv1.CronJob{},
-	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}: &autoscalingv2.HorizontalPodAutoscaler{},
-	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:      &discoveryv1.EndpointSlice{},
-	{Group: "coordination.k8s.io", Kind: "Lease"}:           &coordinationv1.Lease{},
-	{Group: "storage.k8s.io", Kind: "StorageClass"}:         &storagev1.StorageClass{},
-	{Group: "networking.k8s.io", Kind: "Ingress"}:           &networkingv1.Ingress{},
+	{Kind: "Pod"}:                                                     &corev1.Pod{},
+	{Kind: "Node"}:                                                    &corev1.Node{},
+	{Kind: "Namespace"}:                                               &corev1.Namespace{},
+	{Kind: "Service"}:                                                 &corev1.Service{},
+	{Kind: "Endpoints"}:                                               &corev1.Endpoints{},
+	{Kind: "ConfigMap"}:                                               &corev1.ConfigMap{},
+	{Kind: "Secret"}:                                                  &corev1.Secret{},
+	{Kind: "Event"}:                                                   &corev1.Event{},
+	{Kind: "ServiceAccount"}:                                          &corev1.ServiceAccount{},
+	{Kind: "PersistentVolume"}:                                        &corev1.PersistentVolume{},
+	{Kind: "PersistentVolumeClaim"}:                                   &corev1.PersistentVolumeClaim{},
+	{Group: "apps", Kind: "Deployment"}:                               &appsv1.Deployment{},
+	{Group: "apps", Kind: "ReplicaSet"}:                               &appsv1.ReplicaSet{},
+	{Group: "apps", Kind: "DaemonSet"}:                                &appsv1.DaemonSet{},
+	{Group: "apps", Kind: "StatefulSet"}:                              &appsv1.StatefulSet{},
+	{Group: "batch", Kind: "Job"}:                                     &batchv1.Job{},
+	{Group: "batch", Kind: "CronJob"}:                                 &batchv1.CronJob{},
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}:           &autoscalingv2.HorizontalPodAutoscaler{},
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:                &discoveryv1.EndpointSlice{},
+	{Group: "coordination.k8s.io", Kind: "Lease"}:                     &coordinationv1.Lease{},
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:                   &storagev1.StorageClass{},
+	{Group: "networking.k8s.io", Kind: "Ingress"}:                     &networkingv1.Ingress{},
+	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: &certificatesv1.CertificateSigningRequest{},
 }
 
 // TestColumnDefinitions checks every printer's columns are well formed and

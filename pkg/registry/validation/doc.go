@@ -19,7 +19,9 @@
 // PersistentVolumeClaim; apps/v1 Deployment, ReplicaSet; batch/v1 Job,
 // CronJob; autoscaling/v2 HorizontalPodAutoscaler; discovery.k8s.io/v1
 // EndpointSlice; coordination.k8s.io/v1 Lease; storage.k8s.io/v1
-// StorageClass; networking.k8s.io/v1 Ingress. Other kinds get ObjectMeta
+// StorageClass; networking.k8s.io/v1 Ingress; certificates.k8s.io/v1
+// CertificateSigningRequest (the request's PEM and signature, signer name,
+// usages, conditions, the issued certificate's PEM). Other kinds get ObjectMeta
 // checks only, with path-segment name rules (the rule RBAC kinds use).
 //
 // ValidateUpdate runs everything Validate does plus the metadata update
@@ -28,7 +30,8 @@
 // added tolerations, removed scheduling gates), Deployment/ReplicaSet/Job
 // selectors, Job template, Service clusterIP, PVC spec (except storage
 // growth, first binding), PV source, StorageClass parameters, immutable
-// ConfigMaps/Secrets, Secret type, EndpointSlice addressType, Node podCIDR.
+// ConfigMaps/Secrets, Secret type, EndpointSlice addressType, Node podCIDR,
+// CSR spec, issued certificate and Approved/Denied conditions.
 //
 // It is a deliberately small re-implementation of upstream's
 // pkg/apis/*/validation; it does not try to cover every field.

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -118,6 +119,8 @@ func validateKind(obj runtime.Object) field.ErrorList {
 		return validateStorageClass(o)
 	case *networkingv1.Ingress:
 		return validateIngress(o)
+	case *certificatesv1.CertificateSigningRequest:
+		return validateCSR(o)
 	}
 	return nil
 }
@@ -150,6 +153,8 @@ func validateKindUpdate(obj, old runtime.Object) field.ErrorList {
 		return validateEndpointSliceUpdate(o, old.(*discoveryv1.EndpointSlice))
 	case *storagev1.StorageClass:
 		return validateStorageClassUpdate(o, old.(*storagev1.StorageClass))
+	case *certificatesv1.CertificateSigningRequest:
+		return validateCSRUpdate(o, old.(*certificatesv1.CertificateSigningRequest))
 	}
 	return nil
 }

@@ -1,0 +1,82 @@
+package certificates
+
+import (
+	"context"
+	"fmt"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/minik8s/minik8s/pkg/registry/validation"
+)
+
+// Approver approves node client certificate requests from bootstrap tokens
+// and from the nodes themselves.
+type Approver struct{ *loop }
+
+// NewApprover wires the approver to factory's CSR informer. Nothing runs
+// until Start (the caller starts factory).
+func NewApprover(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Approver, error) {
+	l, err := newLoop("csrapproving", client, factory, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("csrapproving: %w", err)
+	}
+	a := &Approver{l}
+	l.reconcile = a.Reconcile
+	return a, nil
+}
+
+// Start approves until ctx ends.
+func (a *Approver) Start(ctx context.Context) error { return a.start(ctx) }
+
+// Reconcile approves CSR name if it is pending and the rules allow it.
+func (a *Approver) Reconcile(ctx context.Context, name string) error {
+	csr, err := a.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if decided(csr) {
+		return nil
+	}
+	req, err := validation.ParseCSR(csr.Spec.Request)
+	if err != nil {
+		return nil // the apiserver validated it: nothing sensible to do
+	}
+	ok, why := approval(csr, req)
+	if !ok {
+		a.log.Debug("leaving the request to an administrator", "csr", name, "why", why)
+		return nil
+	}
+	now := metav1.NewTime(a.now())
+	csr = csr.DeepCopy()
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
+		Reason: "AutoApproved", Message: why, LastUpdateTime: now, LastTransitionTime: now,
+	})
+	if _, err := a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("approve %s: %w", name, err)
+	}
+	a.log.Info("approved", "csr", name, "requester", csr.Spec.Username, "subject", req.Subject.String())
+	return nil
+}
+
+// decided: approved, denied or failed already.
+func decided(csr *certificatesv1.CertificateSigningRequest) bool {
+	for _, c := range csr.Status.Conditions {
+		switch c.Type {
+		case certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,209 @@
+package ttlafterfinished
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+)
+
+// DefaultWorkers is kube-controller-manager's --concurrent-ttl-after-finished-syncs.
+const DefaultWorkers = 5
+
+// Config configures the controller.
+type Config struct {
+	// Workers is how many Jobs are looked at once (default 5).
+	Workers int
+	// Clock tells when a Job expires and drives the queue's delays
+	// (default the real clock).
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+func (c *Config) complete() error {
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Workers < 0 {
+		return fmt.Errorf("ttlafterfinished: workers %d: want at least 1", c.Workers)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Controller deletes finished Jobs whose TTL is up.
+type Controller struct {
+	cfg    Config
+	client kubernetes.Interface
+	jobs   batchlisters.JobLister
+	synced cache.InformerSynced
+	queue  workqueue.TypedRateLimitingInterface[string]
+	clock  clock.WithTicker
+	log    *slog.Logger
+}
+
+// New wires the controller to factory's Job informer. Nothing runs until
+// Start (the caller starts factory).
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
+	if err := cfg.complete(); err != nil {
+		return nil, err
+	}
+	inf := factory.Batch().V1().Jobs()
+	c := &Controller{
+		cfg: cfg, client: client, jobs: inf.Lister(), synced: inf.Informer().HasSynced,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "ttl_jobs_to_delete", Clock: cfg.Clock}),
+		clock: cfg.Clock,
+		log:   cfg.Logger.With("controller", "ttlafterfinished"),
+	}
+	enqueue := func(obj any) {
+		if job, ok := obj.(*batchv1.Job); ok && needsCleanup(job) {
+			if key, err := cache.MetaNamespaceKeyFunc(job); err == nil {
+				c.queue.Add(key)
+			}
+		}
+	}
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("ttlafterfinished: job handler: %w", err)
+	}
+	return c, nil
+}
+
+// Start runs the workers until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return ctx.Err()
+	}
+	for range c.cfg.Workers {
+		go wait.UntilWithContext(ctx, c.work, time.Second)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) work(ctx context.Context) {
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return
+		}
+		wait, err := c.Reconcile(ctx, key)
+		switch {
+		case err != nil:
+			c.log.Warn("cleanup failed", "job", key, "err", err)
+			c.queue.AddRateLimited(key)
+		case wait > 0:
+			c.queue.Forget(key)
+			c.queue.AddAfter(key, wait)
+		default:
+			c.queue.Forget(key)
+		}
+		c.queue.Done(key)
+	}
+}
+
+// Reconcile deletes the Job if its TTL is up, or says how long until it
+// is.
+func (c *Controller) Reconcile(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	job, err := c.jobs.Jobs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if left, expired := c.timeLeft(job); !expired {
+		return left, nil
+	}
+	// The cache may be behind a TTL change: decide on the fresh Job.
+	fresh, err := c.client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if left, expired := c.timeLeft(fresh); !expired {
+		return left, nil
+	}
+	policy := metav1.DeletePropagationBackground
+	err = c.client.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{
+		PropagationPolicy: &policy,
+		Preconditions:     &metav1.Preconditions{UID: &fresh.UID},
+	})
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("delete job %s: %w", key, err)
+	}
+	c.log.Info("deleted finished job whose TTL is up", "job", key, "ttlSeconds", *fresh.Spec.TTLSecondsAfterFinished)
+	return 0, nil
+}
+
+// timeLeft is how long until the Job expires; expired is false too for a
+// Job that has no TTL or has not finished (left 0: nothing to wait for).
+func (c *Controller) timeLeft(job *batchv1.Job) (left time.Duration, expired bool) {
+	if !needsCleanup(job) {
+		return 0, false
+	}
+	finishedAt, ok := finishTime(job)
+	if !ok {
+		return 0, false
+	}
+	expireAt := finishedAt.Add(time.Duration(*job.Spec.TTLSecondsAfterFinished) * time.Second)
+	left = expireAt.Sub(c.clock.Now())
+	if left <= 0 {
+		return 0, true
+	}
+	return left, false
+}
+
+// needsCleanup: the Job has a TTL, finished, and is not being deleted.
+func needsCleanup(job *batchv1.Job) bool {
+	if job.Spec.TTLSecondsAfterFinished == nil || job.DeletionTimestamp != nil {
+		return false
+	}
+	_, ok := finishTime(job)
+	return ok
+}
+
+// finishTime is when the Job got its Complete or Failed condition.
+func finishTime(job *batchv1.Job) (time.Time, bool) {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			if c.LastTransitionTime.IsZero() {
+				if job.Status.CompletionTime != nil {
+					return job.Status.CompletionTime.Time, true
+				}
+				return time.Time{}, false
+			}
+			return c.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}
