@@ -350,13 +350,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, n
 				return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
 			}
 		}
-		changed := false
-		switch opts.propagation {
-		case metav1.DeletePropagationOrphan:
-			changed = addFinalizer(m, metav1.FinalizerOrphanDependents) || changed
-		case metav1.DeletePropagationForeground:
-			changed = addFinalizer(m, metav1.FinalizerDeleteDependents) || changed
-		}
+		changed := setGCFinalizers(m, opts.propagation)
 		grace, graceful := int64(0), false
 		if res.GracefulDelete != nil {
 			grace, graceful = res.GracefulDelete(obj, opts.grace)
@@ -412,14 +406,40 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, n
 	}
 }
 
-func addFinalizer(m metav1.Object, f string) bool {
-	for _, have := range m.GetFinalizers() {
-		if have == f {
-			return false
-		}
+// setGCFinalizers makes metadata.finalizers say what an explicit
+// propagationPolicy asks of the garbage collector, as Kubernetes does:
+// Orphan and Foreground each put their finalizer in place of the other's,
+// Background removes both. No policy leaves the finalizers as they are.
+func setGCFinalizers(m metav1.Object, p metav1.DeletionPropagation) bool {
+	if p == "" {
+		return false
 	}
-	m.SetFinalizers(append(m.GetFinalizers(), f))
-	return true
+	want := ""
+	switch p {
+	case metav1.DeletePropagationOrphan:
+		want = metav1.FinalizerOrphanDependents
+	case metav1.DeletePropagationForeground:
+		want = metav1.FinalizerDeleteDependents
+	}
+	var kept []string
+	changed, has := false, false
+	for _, f := range m.GetFinalizers() {
+		switch {
+		case f == want:
+			has = true
+		case f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents:
+			changed = true
+			continue
+		}
+		kept = append(kept, f)
+	}
+	if want != "" && !has {
+		kept, changed = append(kept, want), true
+	}
+	if changed {
+		m.SetFinalizers(kept)
+	}
+	return changed
 }
 
 func subset(a, b []string) bool {

@@ -50,7 +50,8 @@ type watchStream struct {
 
 func (ws *watchStream) send(t watch.EventType, obj runtime.Object) error {
 	var rendered runtime.Object = obj
-	if ws.out.kind != outputObject {
+	// An ERROR event's Status goes out as it is, whatever the rendering.
+	if ws.out.kind != outputObject && t != watch.Error {
 		var err error
 		if t == watch.Bookmark && ws.out.kind == outputTable {
 			m, _ := meta.Accessor(obj)

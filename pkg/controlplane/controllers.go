@@ -4,18 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/minik8s/minik8s/pkg/controller/certificates"
-	"github.com/minik8s/minik8s/pkg/controller/namespace"
-	"github.com/minik8s/minik8s/pkg/controller/nodeipam"
+	"github.com/minik8s/minik8s/pkg/controllermanager"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/scheduler"
 )
@@ -33,86 +27,46 @@ func loopbackConfig(url string, b *pki.Bundle) *rest.Config {
 	}
 }
 
-// controllerNames are the built-in controllers, in start order; each can be
-// disabled by name (Config.DisableControllers).
-var controllerNames = []string{"namespace", "scheduler", "nodeipam", "csrapproving", "csrsigning"}
-
-// startControllers runs the control plane's controllers until ctx ends;
-// the returned channel closes once they have stopped.
+// startControllers runs the scheduler and the controller manager, each
+// leader-elected, until ctx ends; the returned channel closes once they
+// have stopped. cfg.DisableControllers names controller-manager
+// controllers or "scheduler".
 func startControllers(ctx context.Context, cfg Config, url string, b *pki.Bundle, log *slog.Logger) (<-chan struct{}, error) {
-	disabled := map[string]bool{}
+	var disable []string
+	runScheduler := true
 	for _, name := range cfg.DisableControllers {
-		if !slices.Contains(controllerNames, name) {
-			return nil, fmt.Errorf("unknown controller %q (known: %s)", name, strings.Join(controllerNames, ", "))
-		}
-		disabled[name] = true
-	}
-	rc := loopbackConfig(url, b)
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("controller client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("controller client: %w", err)
-	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	// Each part is built only when enabled, so a disabled one starts no
-	// informer either.
-	build := map[string]func() (func(context.Context) error, error){
-		"namespace": func() (func(context.Context) error, error) {
-			return namespace.New(client, dyn, factory, log).Start, nil
-		},
-		"scheduler": func() (func(context.Context) error, error) {
-			// Each pod costs the scheduler a binding and an event: it gets
-			// its own, faster client.
-			sc := loopbackConfig(url, b)
-			sc.QPS, sc.Burst, sc.UserAgent = 500, 1000, "minik8s-scheduler"
-			schedClient, err := kubernetes.NewForConfig(sc)
-			if err != nil {
-				return nil, fmt.Errorf("scheduler client: %w", err)
-			}
-			sched, err := scheduler.New(scheduler.Config{Client: schedClient, Logger: log,
-				LeaderElection: scheduler.LeaderElectionConfig{Enabled: true}})
-			if err != nil {
-				return nil, err
-			}
-			return sched.Start, nil
-		},
-		"nodeipam": func() (func(context.Context) error, error) {
-			ipam, err := nodeipam.New(client, factory, nodeipam.Config{ClusterCIDR: cfg.ClusterCIDR, Logger: log})
-			if err != nil {
-				return nil, err
-			}
-			return ipam.Start, nil
-		},
-		"csrapproving": func() (func(context.Context) error, error) {
-			a, err := certificates.NewApprover(client, factory, certificates.Config{Logger: log})
-			if err != nil {
-				return nil, err
-			}
-			return a.Start, nil
-		},
-		"csrsigning": func() (func(context.Context) error, error) {
-			s, err := certificates.NewSigner(client, factory, b, certificates.SignerConfig{Config: certificates.Config{Logger: log}})
-			if err != nil {
-				return nil, err
-			}
-			return s.Start, nil
-		},
-	}
-	parts := map[string]func(context.Context) error{}
-	for _, name := range controllerNames {
-		if disabled[name] {
+		if name == "scheduler" {
+			runScheduler = false
 			continue
 		}
-		start, err := build[name]()
+		disable = append(disable, name)
+	}
+	cm := controllermanager.Config{
+		REST: loopbackConfig(url, b), CA: b, ClusterCIDR: cfg.ClusterCIDR, Disable: disable,
+		LeaderElection: true, Options: cfg.Controllers, Logger: log,
+	}
+	if err := cm.Validate(); err != nil {
+		return nil, fmt.Errorf("%w (or scheduler)", err)
+	}
+	parts := map[string]func(context.Context) error{
+		"controller-manager": func(ctx context.Context) error { return controllermanager.Run(ctx, cm) },
+	}
+	if runScheduler {
+		// Each pod costs the scheduler a binding and an event: it gets its
+		// own, faster client.
+		sc := loopbackConfig(url, b)
+		sc.QPS, sc.Burst, sc.UserAgent = 500, 1000, "minik8s-scheduler"
+		schedClient, err := kubernetes.NewForConfig(sc)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler client: %w", err)
+		}
+		sched, err := scheduler.New(scheduler.Config{Client: schedClient, Logger: log,
+			LeaderElection: scheduler.LeaderElectionConfig{Enabled: true}})
 		if err != nil {
 			return nil, err
 		}
-		parts[name] = start
+		parts["scheduler"] = sched.Start
 	}
-	factory.Start(ctx.Done())
 	var wg sync.WaitGroup
 	for name, start := range parts {
 		wg.Add(1)
@@ -126,7 +80,6 @@ func startControllers(ctx context.Context, cfg Config, url string, b *pki.Bundle
 	done := make(chan struct{})
 	go func() {
 		wg.Wait()
-		factory.Shutdown()
 		close(done)
 	}()
 	return done, nil

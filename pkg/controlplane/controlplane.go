@@ -20,6 +20,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/apiserver"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/controllermanager"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/storage"
 	"github.com/minik8s/minik8s/pkg/storage/etcd"
@@ -45,9 +46,11 @@ type Config struct {
 	ClusterCIDR string
 	// ServiceCIDR is where Service cluster IPs come from (default 10.96.0.0/12).
 	ServiceCIDR string
-	// DisableControllers names built-in controllers not to run
-	// (namespace, scheduler, nodeipam, csrapproving, csrsigning).
+	// DisableControllers names built-in controllers not to run: the
+	// scheduler, or controller-manager ones (controllermanager.Names).
 	DisableControllers []string
+	// Controllers tunes the controller manager's controllers.
+	Controllers controllermanager.Options
 	// Ready, when set, is called once the apiserver serves.
 	Ready func(ControlPlane)
 }

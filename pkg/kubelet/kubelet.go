@@ -42,8 +42,14 @@ type Config struct {
 	// HeartbeatInterval how often it is renewed (default 10s).
 	LeaseDuration     time.Duration
 	HeartbeatInterval time.Duration
-	// NodeStatusInterval is how often the Node's status is refreshed (default 1m).
+	// NodeStatusInterval is how often the Node's status is written even
+	// when nothing changed (default 1m).
 	NodeStatusInterval time.Duration
+	// NodeStatusCheckInterval is how often the kubelet compares its view of
+	// the node with the API's and writes at once when the conditions differ
+	// — e.g. the node lifecycle controller marked the node Unknown while it
+	// was cut off (default 10s).
+	NodeStatusCheckInterval time.Duration
 	// Workers is how many pods are synced at once (default 4).
 	Workers int
 	Clock   clock.WithTicker
@@ -85,6 +91,9 @@ func (c *Config) complete() error {
 	if c.NodeStatusInterval == 0 {
 		c.NodeStatusInterval = time.Minute
 	}
+	if c.NodeStatusCheckInterval == 0 {
+		c.NodeStatusCheckInterval = 10 * time.Second
+	}
 	if c.Workers == 0 {
 		c.Workers = 4
 	}
@@ -110,6 +119,9 @@ type Kubelet struct {
 	// before the node registers.
 	serverPort int32
 	serverIP   string
+	// lastStatusWrite is when the Node's status was last written (by the
+	// registration or the status loop, never at once).
+	lastStatusWrite time.Time
 }
 
 // New validates cfg and builds the kubelet.
@@ -168,7 +180,7 @@ func (k *Kubelet) Start(ctx context.Context) error {
 		}
 	}
 	go wait.UntilWithContext(ctx, k.renewLease, k.cfg.HeartbeatInterval)
-	go wait.UntilWithContext(ctx, k.updateNodeStatus, k.cfg.NodeStatusInterval)
+	go wait.UntilWithContext(ctx, k.updateNodeStatus, k.cfg.NodeStatusCheckInterval)
 	for i := 0; i < k.cfg.Workers; i++ {
 		go wait.UntilWithContext(ctx, k.work, time.Second)
 	}
@@ -380,8 +392,11 @@ func (k *Kubelet) writeNodeStatus(ctx context.Context, node *corev1.Node, status
 	node = node.DeepCopy()
 	node.Status = status
 	node.Status.Conditions = k.conditions(node.Status.Conditions, node)
-	_, err := k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-	return err
+	if _, err := k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	k.lastStatusWrite = k.cfg.Clock.Now()
+	return nil
 }
 
 // conditions merges the provider's conditions over the kubelet's defaults,
@@ -428,9 +443,29 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context) {
 		return
 	}
 	desired := k.desiredNode(ctx)
+	if k.cfg.Clock.Since(k.lastStatusWrite) < k.cfg.NodeStatusInterval && sameConditions(node.Status.Conditions, k.conditions(desired.Status.Conditions, node)) {
+		return
+	}
 	if err := k.writeNodeStatus(ctx, node, desired.Status); err != nil && ctx.Err() == nil {
 		k.log.Warn("update node status", "err", err)
 	}
+}
+
+// sameConditions says whether the API shows each condition with the
+// status and reason the kubelet would write.
+func sameConditions(have, want []corev1.NodeCondition) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			if h.Type == w.Type {
+				found = h.Status == w.Status && h.Reason == w.Reason
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // renewLease is the heartbeat: the node lifecycle controller reads the

@@ -11,7 +11,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -19,11 +18,11 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/lease"
 )
 
 // assumedTTL is how long a pod bound by this scheduler counts on its node
@@ -150,46 +149,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // campaign schedules during each term in which it holds the lease.
 func (s *Scheduler) campaign(ctx context.Context) error {
 	le := s.cfg.LeaderElection
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: le.LeaseName, Namespace: le.LeaseNamespace},
-		Client:     s.client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity, EventRecorder: s.recorder},
-	}
-	for ctx.Err() == nil {
-		elected := make(chan context.Context, 1)
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: lock, Name: le.LeaseName, ReleaseOnCancel: true,
-			LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(lctx context.Context) { elected <- lctx },
-				OnStoppedLeading: func() {},
-				OnNewLeader: func(id string) {
-					if id != le.Identity {
-						s.log.Info("another scheduler leads", "leader", id)
-					}
-				},
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("scheduler leader election: %w", err)
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			elector.Run(ctx)
-		}()
-		select {
-		case lctx := <-elected:
-			s.log.Info("leading: scheduling", "lease", le.LeaseNamespace+"/"+le.LeaseName, "identity", le.Identity)
-			s.run(lctx)
-			<-done
-		case <-done:
-		}
-		if ctx.Err() == nil {
-			s.log.Warn("lost the lease; campaigning again", "lease", le.LeaseNamespace+"/"+le.LeaseName)
-		}
-	}
-	return nil
+	return lease.Campaign(ctx, lease.Config{
+		Client: s.client, Name: le.LeaseName, Namespace: le.LeaseNamespace, Identity: le.Identity,
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+		Recorder: s.recorder, Logger: s.log,
+	}, s.run)
 }
 
 // run is one term of scheduling: a fresh queue holding every pending pod,

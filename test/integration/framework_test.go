@@ -16,7 +16,9 @@ import (
 
 // cluster is a control plane running inside the test process.
 type cluster struct {
-	t       *testing.T
+	t *testing.T
+	// tune adjusts the control plane's config before each start.
+	tune    func(*controlplane.Config)
 	dataDir string
 	cp      controlplane.ControlPlane
 	cancel  context.CancelFunc
@@ -28,7 +30,14 @@ type cluster struct {
 // startCluster runs a control plane on a fresh data dir.
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dataDir: t.TempDir()}
+	return startClusterWith(t, nil)
+}
+
+// startClusterWith runs a control plane whose config tune adjusts (e.g.
+// disabling a built-in controller that the test runs itself).
+func startClusterWith(t *testing.T, tune func(*controlplane.Config)) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dataDir: t.TempDir(), tune: tune}
 	c.start()
 	t.Cleanup(c.stop)
 	return c
@@ -40,13 +49,15 @@ func (c *cluster) start() {
 	ready := make(chan controlplane.ControlPlane, 1)
 	c.cancel, c.done = cancel, make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	go func() {
-		c.done <- controlplane.Run(ctx, controlplane.Config{
-			DataDir: c.dataDir, BindAddress: "127.0.0.1", Port: 0, Logger: log,
-			BookmarkInterval: time.Second,
-			Ready:            func(cp controlplane.ControlPlane) { ready <- cp },
-		})
-	}()
+	cpCfg := controlplane.Config{
+		DataDir: c.dataDir, BindAddress: "127.0.0.1", Port: 0, Logger: log,
+		BookmarkInterval: time.Second,
+		Ready:            func(cp controlplane.ControlPlane) { ready <- cp },
+	}
+	if c.tune != nil {
+		c.tune(&cpCfg)
+	}
+	go func() { c.done <- controlplane.Run(ctx, cpCfg) }()
 	select {
 	case c.cp = <-ready:
 	case err := <-c.done:
@@ -89,4 +100,10 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// withoutControllers disables built-in controllers that a test runs
+// itself, with its own settings.
+func withoutControllers(names ...string) func(*controlplane.Config) {
+	return func(cfg *controlplane.Config) { cfg.DisableControllers = append(cfg.DisableControllers, names...) }
 }

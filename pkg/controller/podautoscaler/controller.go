@@ -1,0 +1,454 @@
+package podautoscaler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/scale"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+)
+
+// Defaults, as in Kubernetes' kube-controller-manager flags
+// (--horizontal-pod-autoscaler-*).
+const (
+	DefaultSyncPeriod              = 15 * time.Second
+	DefaultTolerance               = 0.1
+	DefaultCPUInitializationPeriod = 5 * time.Minute
+	DefaultInitialReadinessDelay   = 30 * time.Second
+	DefaultWorkers                 = 5
+)
+
+// Event reasons (and condition reasons, where they are the same), as
+// Kubernetes' HPA controller uses them.
+const (
+	ReasonSuccessfulRescale                = "SuccessfulRescale"
+	ReasonFailedRescale                    = "FailedRescale"
+	ReasonFailedGetScale                   = "FailedGetScale"
+	ReasonFailedComputeMetricsReplicas     = "FailedComputeMetricsReplicas"
+	ReasonFailedGetResourceMetric          = "FailedGetResourceMetric"
+	ReasonFailedGetContainerResourceMetric = "FailedGetContainerResourceMetric"
+	ReasonInvalidSelector                  = "InvalidSelector"
+	ReasonSelectorRequired                 = "SelectorRequired"
+)
+
+// Config configures the controller.
+type Config struct {
+	// Metrics reads the pods' usage (required): NewMetricsSource reads
+	// the metrics.k8s.io API.
+	Metrics MetricsSource
+	// Scales and Mapper reach the targets' /scale subresource. When nil,
+	// New builds them from the client: a RESTMapper from its (cached)
+	// discovery, and a scale client on its REST client.
+	Scales scale.ScalesGetter
+	Mapper meta.RESTMapper
+
+	// SyncPeriod is how often each HPA is evaluated (default 15s); a
+	// change to its spec is evaluated at once.
+	SyncPeriod time.Duration
+	// Tolerance is how far the usage ratio may be from 1 without a change
+	// in replicas (default 0.1); an HPA's behavior may set its own per
+	// direction.
+	Tolerance float64
+	// DownscaleStabilization is the scale-down stabilization window of an
+	// HPA whose behavior sets none (default 5m).
+	DownscaleStabilization time.Duration
+	// CPUInitializationPeriod (default 5m) and InitialReadinessDelay
+	// (default 30s) say when a fresh pod's cpu sample counts (see doc.go).
+	CPUInitializationPeriod time.Duration
+	InitialReadinessDelay   time.Duration
+	// Workers is how many HPAs are evaluated at once (default 5).
+	Workers int
+	// Clock is the time of windows, policies and conditions (default:
+	// the real clock).
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+func (c *Config) complete(client kubernetes.Interface) error {
+	if c.Metrics == nil {
+		return errors.New("podautoscaler: a metrics source is required")
+	}
+	if c.Tolerance < 0 || c.SyncPeriod < 0 || c.DownscaleStabilization < 0 || c.Workers < 0 {
+		return errors.New("podautoscaler: negative tolerance, period or worker count")
+	}
+	if c.SyncPeriod == 0 {
+		c.SyncPeriod = DefaultSyncPeriod
+	}
+	if c.Tolerance == 0 {
+		c.Tolerance = DefaultTolerance
+	}
+	if c.DownscaleStabilization == 0 {
+		c.DownscaleStabilization = DefaultDownscaleStabilizationWindow
+	}
+	if c.CPUInitializationPeriod == 0 {
+		c.CPUInitializationPeriod = DefaultCPUInitializationPeriod
+	}
+	if c.InitialReadinessDelay == 0 {
+		c.InitialReadinessDelay = DefaultInitialReadinessDelay
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Mapper == nil {
+		c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
+	}
+	if c.Scales == nil {
+		c.Scales = scale.New(client.CoreV1().RESTClient(), c.Mapper, dynamic.LegacyAPIPathResolverFunc,
+			scale.NewDiscoveryScaleKindResolver(client.Discovery()))
+	}
+	return nil
+}
+
+// Controller scales the targets of HorizontalPodAutoscalers.
+type Controller struct {
+	client      kubernetes.Interface
+	hpas        autoscalinglisters.HorizontalPodAutoscalerLister
+	pods        corelisters.PodLister
+	synced      []cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[string]
+	cfg         Config
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	log         *slog.Logger
+
+	mu        sync.Mutex
+	histories map[string]*history // by HPA key
+}
+
+// New validates cfg and wires the controller to factory's HPA and Pod
+// informers. Nothing runs until Start (the caller starts factory).
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
+	if err := cfg.complete(client); err != nil {
+		return nil, err
+	}
+	hpaInf := factory.Autoscaling().V2().HorizontalPodAutoscalers()
+	podInf := factory.Core().V1().Pods()
+	queueCfg := workqueue.TypedRateLimitingQueueConfig[string]{Name: "horizontalpodautoscaler"}
+	if ck, ok := cfg.Clock.(clock.WithTicker); ok {
+		queueCfg.Clock = ck
+	}
+	broadcaster := record.NewBroadcaster()
+	c := &Controller{
+		client: client, hpas: hpaInf.Lister(), pods: podInf.Lister(),
+		synced: []cache.InformerSynced{hpaInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](), queueCfg),
+		cfg:         cfg,
+		broadcaster: broadcaster,
+		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "horizontal-pod-autoscaler"}),
+		log:         cfg.Logger.With("controller", "horizontalpodautoscaler"),
+		histories:   map[string]*history{},
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	if _, err := hpaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		// Our own status writes come back as updates: only a new spec
+		// (generation) is worth an evaluation before the next period.
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*autoscalingv2.HorizontalPodAutoscaler)
+			n, ok2 := cur.(*autoscalingv2.HorizontalPodAutoscaler)
+			if !ok1 || !ok2 || o.Generation != n.Generation || !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) {
+				enqueue(cur)
+			}
+		},
+		DeleteFunc: enqueue,
+	}); err != nil {
+		return nil, fmt.Errorf("podautoscaler: hpa handler: %w", err)
+	}
+	return c, nil
+}
+
+// Start evaluates every HPA once per sync period, and at once when its
+// spec changes, until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	defer c.broadcaster.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return ctx.Err()
+	}
+	c.log.Info("started", "syncPeriod", c.cfg.SyncPeriod, "workers", c.cfg.Workers)
+	for range c.cfg.Workers {
+		go wait.UntilWithContext(ctx, c.work, time.Second)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) work(ctx context.Context) {
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return
+		}
+		err := c.Reconcile(ctx, key)
+		switch {
+		case apierrors.IsConflict(err):
+			// Our copy was stale: look again soon.
+			c.log.Debug("conflict, retrying", "hpa", key, "err", err)
+			c.queue.AddRateLimited(key)
+		default:
+			if err != nil {
+				c.log.Warn("reconcile failed", "hpa", key, "err", err)
+			}
+			// Like Kubernetes, a failing HPA is retried at its period, not
+			// faster: the cause (no metrics yet, a missing target) rarely
+			// heals within milliseconds.
+			c.queue.Forget(key)
+			if ns, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
+				if _, err := c.hpas.HorizontalPodAutoscalers(ns).Get(name); err == nil {
+					c.queue.AddAfter(key, c.cfg.SyncPeriod)
+				}
+			}
+		}
+		c.queue.Done(key)
+	}
+}
+
+// Reconcile evaluates one HPA: it reads the target's scale and the pods'
+// metrics, sets the target's replicas to what the metrics and the HPA's
+// bounds and behavior call for, and writes the HPA's status.
+func (c *Controller) Reconcile(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	shared, err := c.hpas.HorizontalPodAutoscalers(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.mu.Lock()
+		delete(c.histories, key)
+		c.mu.Unlock()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.sync(ctx, key, shared.DeepCopy())
+}
+
+// historyOf is the HPA's history; a new HPA under an old name starts
+// afresh. Only the worker holding key uses the result.
+func (c *Controller) historyOf(key string, uid types.UID) *history {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.histories[key]
+	if h == nil || h.uid != uid {
+		h = &history{uid: uid}
+		c.histories[key] = h
+	}
+	return h
+}
+
+// evaluation is one sync of one HPA: the object being brought up to date
+// and the time it happens at.
+type evaluation struct {
+	hpa *autoscalingv2.HorizontalPodAutoscaler
+	now time.Time
+}
+
+// setCondition sets a condition; its transition time moves only when the
+// status does.
+func (e *evaluation) setCondition(t autoscalingv2.HorizontalPodAutoscalerConditionType, status corev1.ConditionStatus, reason, format string, args ...any) {
+	cond := autoscalingv2.HorizontalPodAutoscalerCondition{
+		Type: t, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...),
+		LastTransitionTime: metav1.NewTime(e.now),
+	}
+	conds := e.hpa.Status.Conditions
+	for i := range conds {
+		if conds[i].Type == t {
+			if conds[i].Status == status {
+				cond.LastTransitionTime = conds[i].LastTransitionTime
+			}
+			conds[i] = cond
+			return
+		}
+	}
+	e.hpa.Status.Conditions = append(conds, cond)
+}
+
+func (c *Controller) sync(ctx context.Context, key string, hpa *autoscalingv2.HorizontalPodAutoscaler) (retErr error) {
+	e := &evaluation{hpa: hpa, now: c.cfg.Clock.Now()}
+	original := hpa.Status.DeepCopy()
+	hpa.Status.ObservedGeneration = &hpa.Generation
+	ref := hpa.Spec.ScaleTargetRef
+	target := fmt.Sprintf("%s/%s/%s", ref.Kind, hpa.Namespace, ref.Name)
+	log := c.log.With("hpa", key, "target", target)
+	h := c.historyOf(key, hpa.UID)
+	up, down := completeRules(hpa.Spec.Behavior, c.cfg.DownscaleStabilization, c.cfg.Tolerance)
+
+	sc, gr, err := c.scaleOf(ctx, hpa)
+	if err != nil {
+		c.recorder.Event(hpa, corev1.EventTypeWarning, ReasonFailedGetScale, err.Error())
+		e.setCondition(autoscalingv2.AbleToScale, corev1.ConditionFalse, ReasonFailedGetScale,
+			"the HPA controller was unable to get the target's current scale: %v", err)
+		return errors.Join(fmt.Errorf("get scale of %s: %w", target, err), c.writeStatus(ctx, original, hpa))
+	}
+	e.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale",
+		"the HPA controller was able to get the target's current scale")
+	current := sc.Spec.Replicas
+	h.initialize(e.now, current)
+	minReplicas := int32(1)
+	if hpa.Spec.MinReplicas != nil {
+		minReplicas = *hpa.Spec.MinReplicas
+	}
+	maxReplicas := hpa.Spec.MaxReplicas
+
+	var (
+		statuses []autoscalingv2.MetricStatus
+		desired  int32
+		reason   string
+		rescale  = true
+	)
+	switch {
+	case current == 0 && minReplicas != 0:
+		// Someone scaled the target to zero: that turns the HPA off.
+		desired, rescale = 0, false
+		e.setCondition(autoscalingv2.ScalingActive, corev1.ConditionFalse, "ScalingDisabled",
+			"scaling is disabled since the replica count of the target is zero")
+	case current > maxReplicas:
+		desired, reason = maxReplicas, "Current number of replicas above Spec.MaxReplicas"
+		e.setCondition(autoscalingv2.ScalingLimited, corev1.ConditionTrue, "TooManyReplicas",
+			"the desired replica count is more than the maximum replica count")
+	case current < minReplicas:
+		desired, reason = minReplicas, "Current number of replicas below Spec.MinReplicas"
+		e.setCondition(autoscalingv2.ScalingLimited, corev1.ConditionTrue, "TooFewReplicas",
+			"the desired replica count is less than the minimum replica count")
+	default:
+		proposal, metric, ms, err := c.proposeReplicas(ctx, e, sc, current, tolerances{down: down.tolerance, up: up.tolerance})
+		statuses = ms
+		if proposal < 0 {
+			hpa.Status.CurrentReplicas, hpa.Status.CurrentMetrics = current, statuses
+			c.recorder.Event(hpa, corev1.EventTypeWarning, ReasonFailedComputeMetricsReplicas, err.Error())
+			return errors.Join(fmt.Errorf("compute replicas of %s: %w", target, err), c.writeStatus(ctx, original, hpa))
+		}
+		// Some metrics failed but the others are enough to scale on: scale,
+		// and report the failure.
+		retErr = err
+		desired = proposal
+		switch {
+		case desired > current:
+			reason = metric + " above target"
+		case desired < current:
+			reason = "All metrics below target"
+		}
+		d := h.normalize(e.now, current, desired, minReplicas, maxReplicas, up, down)
+		e.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, d.ableReason, "%s", d.ableMessage)
+		limited := corev1.ConditionFalse
+		if d.limited {
+			limited = corev1.ConditionTrue
+		}
+		e.setCondition(autoscalingv2.ScalingLimited, limited, d.limitedReason, "%s", d.limitedMessage)
+		log.Debug("evaluated", "current", current, "proposal", proposal, "desired", d.replicas, "metric", metric)
+		desired = d.replicas
+		rescale = desired != current
+	}
+
+	if rescale {
+		sc.Spec.Replicas = desired
+		if _, err := c.cfg.Scales.Scales(hpa.Namespace).Update(ctx, gr, sc, metav1.UpdateOptions{}); err != nil {
+			c.recorder.Eventf(hpa, corev1.EventTypeWarning, ReasonFailedRescale, "New size: %d; reason: %s; error: %v", desired, reason, err)
+			e.setCondition(autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedUpdateScale",
+				"the HPA controller was unable to update the target scale: %v", err)
+			hpa.Status.CurrentReplicas, hpa.Status.CurrentMetrics = current, statuses
+			return errors.Join(fmt.Errorf("rescale %s: %w", target, err), c.writeStatus(ctx, original, hpa))
+		}
+		e.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededRescale",
+			"the HPA controller was able to update the target scale to %d", desired)
+		c.recorder.Eventf(hpa, corev1.EventTypeNormal, ReasonSuccessfulRescale, "New size: %d; reason: %s", desired, reason)
+		h.recordScale(e.now, current, desired, up, down)
+		log.Info("rescaled", "from", current, "to", desired, "reason", reason)
+		now := metav1.NewTime(e.now)
+		hpa.Status.LastScaleTime = &now
+	} else {
+		desired = current
+	}
+	hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas, hpa.Status.CurrentMetrics = current, desired, statuses
+	if err := c.writeStatus(ctx, original, hpa); err != nil {
+		return err
+	}
+	return retErr
+}
+
+// writeStatus writes hpa's status if it changed.
+func (c *Controller) writeStatus(ctx context.Context, original *autoscalingv2.HorizontalPodAutoscalerStatus, hpa *autoscalingv2.HorizontalPodAutoscaler) error {
+	if apiequality.Semantic.DeepEqual(original, &hpa.Status) {
+		return nil
+	}
+	if _, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace).UpdateStatus(ctx, hpa, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update status of hpa %s/%s: %w", hpa.Namespace, hpa.Name, err)
+	}
+	return nil
+}
+
+// scaleOf reads the target's scale through the first of its kind's
+// resources that serves one.
+func (c *Controller) scaleOf(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv1.Scale, schema.GroupResource, error) {
+	ref := hpa.Spec.ScaleTargetRef
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, schema.GroupResource{}, fmt.Errorf("invalid API version in scale target reference: %w", err)
+	}
+	gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
+	mappings, err := c.cfg.Mapper.RESTMappings(gk)
+	if meta.IsNoMatchError(err) {
+		// Maybe a kind newer than our discovery: look again.
+		if r, ok := c.cfg.Mapper.(meta.ResettableRESTMapper); ok {
+			r.Reset()
+			mappings, err = c.cfg.Mapper.RESTMappings(gk)
+		}
+	}
+	if err != nil {
+		return nil, schema.GroupResource{}, fmt.Errorf("unable to determine resource for scale target reference: %w", err)
+	}
+	var first error
+	for _, m := range mappings {
+		gr := m.Resource.GroupResource()
+		sc, err := c.cfg.Scales.Scales(hpa.Namespace).Get(ctx, gr, ref.Name, metav1.GetOptions{})
+		if err == nil {
+			return sc, gr, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		first = fmt.Errorf("no resource serves kind %s", gk)
+	}
+	return nil, schema.GroupResource{}, first
+}
