@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// CronJobs' spec.timeZone works on hosts without zone files.
+	_ "time/tzdata"
 
 	"github.com/minik8s/minik8s/pkg/cli"
 )

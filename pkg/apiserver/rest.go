@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/registry"
@@ -215,7 +216,10 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 		if opts.dryRun {
 			return obj, nil
 		}
-		if om.GetDeletionTimestamp() != nil && !s.mustWaitForDeletion(res, obj) {
+		// The last finalizer gone ends a deletion, unless a grace period
+		// still runs: a terminating pod goes when its kubelet deletes it
+		// with grace 0, as in Kubernetes.
+		if om.GetDeletionTimestamp() != nil && !s.mustWaitForDeletion(res, obj) && ptr.Deref(om.GetDeletionGracePeriodSeconds(), 0) == 0 {
 			_, err := s.store.Delete(ctx, key, kv.ModRevision)
 			if err == nil {
 				s.hookAfter(ctx, res, nil, current)
@@ -368,8 +372,9 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, n
 					m.SetGeneration(m.GetGeneration() + 1)
 				}
 				changed = true
-			} else if cur := m.GetDeletionGracePeriodSeconds(); graceful && cur != nil && grace < *cur {
-				// A shorter grace period may be requested while terminating.
+			} else if cur := m.GetDeletionGracePeriodSeconds(); cur != nil && grace < *cur {
+				// A shorter grace period may be requested while terminating
+				// (the kubelet's final delete is grace 0).
 				shorter := metav1.NewTime(s.now().Add(secondsDuration(grace)))
 				m.SetDeletionTimestamp(&shorter)
 				m.SetDeletionGracePeriodSeconds(&grace)

@@ -26,11 +26,16 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/minik8s/minik8s/pkg/controller/certificates"
+	"github.com/minik8s/minik8s/pkg/controller/cronjob"
+	"github.com/minik8s/minik8s/pkg/controller/deployment"
 	"github.com/minik8s/minik8s/pkg/controller/garbagecollector"
+	"github.com/minik8s/minik8s/pkg/controller/job"
 	"github.com/minik8s/minik8s/pkg/controller/namespace"
 	"github.com/minik8s/minik8s/pkg/controller/nodeipam"
 	"github.com/minik8s/minik8s/pkg/controller/nodelifecycle"
 	"github.com/minik8s/minik8s/pkg/controller/podautoscaler"
+	"github.com/minik8s/minik8s/pkg/controller/replicaset"
+	"github.com/minik8s/minik8s/pkg/controller/ttlafterfinished"
 	"github.com/minik8s/minik8s/pkg/lease"
 )
 
@@ -104,6 +109,25 @@ var controllers = []struct {
 		}
 		c, err := certificates.NewSigner(b.client, b.factory, b.cfg.CA, certificates.SignerConfig{Config: certificates.Config{Logger: b.log}})
 		return startOf(c, err)
+	}},
+	{"replicaset", func(b *buildContext) (startFunc, error) {
+		cfg := replicaset.DefaultConfig()
+		cfg.Logger = b.log
+		return startOf(replicaset.New(b.client, b.factory, cfg))
+	}},
+	{"deployment", func(b *buildContext) (startFunc, error) {
+		cfg := deployment.DefaultConfig()
+		cfg.Logger = b.log
+		return startOf(deployment.New(b.client, b.factory, cfg))
+	}},
+	{"job", func(b *buildContext) (startFunc, error) {
+		return startOf(job.New(b.client, b.factory, job.Config{Logger: b.log}))
+	}},
+	{"cronjob", func(b *buildContext) (startFunc, error) {
+		return startOf(cronjob.New(b.client, b.factory, cronjob.Config{Logger: b.log}))
+	}},
+	{"ttl-after-finished", func(b *buildContext) (startFunc, error) {
+		return startOf(ttlafterfinished.New(b.client, b.factory, ttlafterfinished.Config{Logger: b.log}))
 	}},
 	{"garbagecollector", func(b *buildContext) (startFunc, error) {
 		c, err := garbagecollector.New(b.client, b.metadata, garbagecollector.Config{Logger: b.log})

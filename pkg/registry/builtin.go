@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 )
 
 func gvr(group, version, resource string) schema.GroupVersionResource {
@@ -46,7 +47,7 @@ func Builtin() []*Resource {
 		{GroupVersionResource: gvr("apps", "v1", "replicasets"), Kind: "ReplicaSet", Namespaced: true, ShortNames: []string{"rs"},
 			Categories: []string{"all"}, Status: true, Scale: replicaSetScale, FieldLabels: replicaSetFields},
 		{GroupVersionResource: gvr("batch", "v1", "jobs"), Kind: "Job", Namespaced: true, Categories: []string{"all"}, Status: true,
-			FieldLabels: jobFields},
+			FieldLabels: jobFields, PrepareForCreate: generateJobSelector},
 		{GroupVersionResource: gvr("batch", "v1", "cronjobs"), Kind: "CronJob", Namespaced: true, ShortNames: []string{"cj"},
 			Categories: []string{"all"}, Status: true},
 		{GroupVersionResource: gvr("autoscaling", "v2", "horizontalpodautoscalers"), Kind: "HorizontalPodAutoscaler", Namespaced: true,
@@ -205,5 +206,29 @@ func keepServiceAllocations(obj, old runtime.Object) {
 				svc.Spec.Ports[i].NodePort = p.NodePort
 			}
 		}
+	}
+}
+
+// generateJobSelector gives a new Job, unless spec.manualSelector is set,
+// the selector Kubernetes generates: its own UID, carried as labels by its
+// pod template (prefixed and legacy forms), so its pods never match
+// another Job's.
+func generateJobSelector(obj runtime.Object) {
+	job := obj.(*batchv1.Job)
+	if ptr.Deref(job.Spec.ManualSelector, false) {
+		return
+	}
+	uid := string(job.UID)
+	if job.Spec.Template.Labels == nil {
+		job.Spec.Template.Labels = map[string]string{}
+	}
+	for k, v := range map[string]string{
+		batchv1.ControllerUidLabel: uid, batchv1.JobNameLabel: job.Name,
+		"controller-uid": uid, "job-name": job.Name,
+	} {
+		job.Spec.Template.Labels[k] = v
+	}
+	if job.Spec.Selector == nil {
+		job.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: uid}}
 	}
 }

@@ -31,7 +31,7 @@ import (
 // watches spec.replicas, which is all the HPA owns.
 func TestHPA(t *testing.T) {
 	// The test runs its own HPA controller, with a 1s sync period.
-	c := startClusterWith(t, withoutControllers("horizontalpodautoscaling"))
+	c := startClusterWith(t, withoutControllers("horizontalpodautoscaling", "deployment", "replicaset"))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	startServingNode(t, c, "hpa-node")

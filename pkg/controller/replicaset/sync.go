@@ -1,0 +1,446 @@
+package replicaset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// statusUpdateRetries is how many times a failed status write is retried
+// on a freshly read ReplicaSet before the sync is requeued.
+const statusUpdateRetries = 1
+
+// Reconcile moves one ReplicaSet (namespace/name) a step toward
+// spec.replicas pods and writes its status.
+func (c *Controller) Reconcile(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	rs, err := c.rsLister.ReplicaSets(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.expectations.forget(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	if err != nil || selector.Empty() {
+		// The apiserver rejects such ReplicaSets; one that got in
+		// anyway must not claim every pod in the namespace.
+		c.log.Warn("ignoring replicaset with an invalid or empty selector", "replicaset", key, "err", err)
+		return nil
+	}
+	// Read before the pods: a pod the informer reports after this
+	// point is covered by the next sync.
+	needsSync := c.expectations.satisfied(key)
+
+	all, err := c.podLister.Pods(ns).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var active []*corev1.Pod
+	var terminating int32
+	for _, p := range all {
+		switch {
+		case isPodActive(p):
+			active = append(active, p)
+		case isPodTerminating(p) && metav1.IsControlledBy(p, rs):
+			terminating++
+		}
+	}
+	pods, err := c.claimPods(ctx, rs, selector, active)
+	if err != nil {
+		return err
+	}
+
+	var manageErr error
+	if needsSync && rs.DeletionTimestamp == nil {
+		manageErr = c.manageReplicas(ctx, key, rs, pods)
+	}
+	status := calculateStatus(rs, pods, terminating, manageErr, c.clock.Now())
+	updated, err := c.updateStatus(ctx, rs.DeepCopy(), status)
+	if err != nil {
+		return err
+	}
+	if manageErr == nil && updated.Spec.MinReadySeconds > 0 &&
+		updated.Status.ReadyReplicas == replicasOf(updated) && updated.Status.AvailableReplicas != replicasOf(updated) {
+		// Some ready pods are not yet available: look again when they
+		// will be.
+		c.enqueueAfter(updated, time.Duration(updated.Spec.MinReadySeconds)*time.Second)
+	}
+	return manageErr
+}
+
+func replicasOf(rs *appsv1.ReplicaSet) int32 {
+	if rs.Spec.Replicas == nil {
+		return 1
+	}
+	return *rs.Spec.Replicas
+}
+
+// claimPods returns the active pods rs controls after adopting the
+// orphans its selector matches and releasing its pods it no longer
+// matches.
+func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	// Adoption is checked once against the live ReplicaSet, not the
+	// cache: a ReplicaSet deleted (or replaced by another of the same
+	// name) a moment ago must not adopt anything.
+	var once sync.Once
+	var adoptErr error
+	canAdopt := func() error {
+		once.Do(func() {
+			fresh, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+			switch {
+			case err != nil:
+				adoptErr = fmt.Errorf("recheck replicaset %s/%s before adoption: %w", rs.Namespace, rs.Name, err)
+			case fresh.UID != rs.UID:
+				adoptErr = fmt.Errorf("replicaset %s/%s is gone: got uid %s, want %s", rs.Namespace, rs.Name, fresh.UID, rs.UID)
+			case fresh.DeletionTimestamp != nil:
+				adoptErr = fmt.Errorf("replicaset %s/%s is being deleted", rs.Namespace, rs.Name)
+			}
+		})
+		return adoptErr
+	}
+
+	var claimed []*corev1.Pod
+	var errs []error
+	for _, pod := range pods {
+		matches := selector.Matches(labels.Set(pod.Labels))
+		if ref := metav1.GetControllerOf(pod); ref != nil {
+			switch {
+			case ref.UID != rs.UID:
+				// Someone else's.
+			case matches:
+				claimed = append(claimed, pod)
+			case rs.DeletionTimestamp == nil:
+				if err := c.releasePod(ctx, rs, pod); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			continue
+		}
+		if !matches || rs.DeletionTimestamp != nil || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if err := canAdopt(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := c.adoptPod(ctx, rs, pod); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		claimed = append(claimed, pod)
+	}
+	return claimed, errors.Join(errs...)
+}
+
+// ownerPatch is a strategic merge patch of a pod's ownerReferences; the
+// pod's UID in it makes the patch fail on a pod recreated under the same
+// name.
+type ownerPatch struct {
+	Metadata ownerPatchMeta `json:"metadata"`
+}
+
+type ownerPatchMeta struct {
+	OwnerReferences []map[string]any `json:"ownerReferences"`
+	UID             types.UID        `json:"uid"`
+}
+
+func (c *Controller) adoptPod(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
+	ref := metav1.NewControllerRef(rs, controllerKind)
+	patch, err := json.Marshal(ownerPatch{Metadata: ownerPatchMeta{UID: pod.UID, OwnerReferences: []map[string]any{{
+		"apiVersion": ref.APIVersion, "kind": ref.Kind, "name": ref.Name, "uid": ref.UID,
+		"controller": true, "blockOwnerDeletion": true,
+	}}}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("adopt pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	c.log.Info("adopted pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", pod.Name)
+	return nil
+}
+
+func (c *Controller) releasePod(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
+	patch, err := json.Marshal(ownerPatch{Metadata: ownerPatchMeta{UID: pod.UID, OwnerReferences: []map[string]any{{
+		"$patch": "delete", "uid": rs.UID,
+	}}}})
+	if err != nil {
+		return err
+	}
+	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+		// Gone, or already without our reference, or replaced by a
+		// new pod of the same name: nothing to release.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("release pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	c.log.Info("released pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", pod.Name)
+	return nil
+}
+
+// manageReplicas creates or deletes pods so that rs has spec.replicas.
+func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
+	diff := len(pods) - int(replicasOf(rs))
+	switch {
+	case diff < 0:
+		n := min(-diff, c.burst)
+		// Expect all n before the first call: the informer may report
+		// a pod before its create call returns.
+		c.expectations.expectCreations(key, n)
+		created, err := slowStartBatch(n, 1, func() error { return c.createPod(ctx, rs) })
+		// Creations never issued will never be observed.
+		for range n - created {
+			c.expectations.creationObserved(key)
+		}
+		return err
+	case diff > 0:
+		n := min(diff, c.burst)
+		victims := podsToDelete(pods, c.relatedPods(rs), n, c.clock.Now())
+		keys := make([]string, len(victims))
+		for i, p := range victims {
+			keys[i] = podKey(p)
+		}
+		c.expectations.expectDeletions(key, keys)
+		errCh := make(chan error, len(victims))
+		var wg sync.WaitGroup
+		for _, p := range victims {
+			wg.Go(func() {
+				if err := c.deletePodOf(ctx, rs, p); err != nil {
+					// Never observed either.
+					c.expectations.deletionObserved(key, podKey(p))
+					if !apierrors.IsNotFound(err) {
+						errCh <- err
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errCh)
+		// They are likely all the same: report the first.
+		return <-errCh
+	}
+	return nil
+}
+
+// slowStartBatch calls fn count times, in batches that start at
+// initial and double while every call succeeds; it stops at the first
+// batch with a failure. It returns how many calls succeeded.
+func slowStartBatch(count, initial int, fn func() error) (int, error) {
+	remaining, succeeded := count, 0
+	for batch := min(remaining, initial); batch > 0; batch = min(2*batch, remaining) {
+		errCh := make(chan error, batch)
+		var wg sync.WaitGroup
+		for range batch {
+			wg.Go(func() {
+				if err := fn(); err != nil {
+					errCh <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errCh)
+		failed := len(errCh)
+		succeeded += batch - failed
+		if failed > 0 {
+			return succeeded, <-errCh
+		}
+		remaining -= batch
+	}
+	return succeeded, nil
+}
+
+// podFromTemplate is the pod rs creates: its template, named after rs,
+// controlled by rs.
+func podFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
+	t := rs.Spec.Template.DeepCopy()
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    rs.Name + "-",
+			Namespace:       rs.Namespace,
+			Labels:          t.Labels,
+			Annotations:     t.Annotations,
+			Finalizers:      t.Finalizers,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, controllerKind)},
+		},
+		Spec: t.Spec,
+	}
+}
+
+func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
+	pod, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, podFromTemplate(rs), metav1.CreateOptions{})
+	if err != nil {
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace is going away, and the ReplicaSet with it.
+			return nil
+		}
+		c.recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
+		return fmt.Errorf("create pod for replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+	}
+	c.recorder.Eventf(rs, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: %s", pod.Name)
+	return nil
+}
+
+func (c *Controller) deletePodOf(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
+	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return err
+	}
+	if err != nil {
+		c.recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
+		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	c.recorder.Eventf(rs, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: %s", pod.Name)
+	return nil
+}
+
+// relatedPods are the active pods of every ReplicaSet controlled by the
+// same owner as rs (rs's alone when it has no controller): the
+// population whose spread across nodes scale-down evens out.
+func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
+	uids := map[types.UID]bool{rs.UID: true}
+	if owner := metav1.GetControllerOf(rs); owner != nil {
+		siblings, err := c.rsLister.ReplicaSets(rs.Namespace).List(labels.Everything())
+		if err == nil {
+			for _, s := range siblings {
+				if ref := metav1.GetControllerOf(s); ref != nil && ref.UID == owner.UID {
+					uids[s.UID] = true
+				}
+			}
+		}
+	}
+	pods, err := c.podLister.Pods(rs.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var related []*corev1.Pod
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && uids[ref.UID] && isPodActive(p) {
+			related = append(related, p)
+		}
+	}
+	return related
+}
+
+// calculateStatus is rs's status for its claimed active pods, the count
+// of its terminating pods, and the outcome of manageReplicas.
+func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, terminating int32, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
+	st := *rs.Status.DeepCopy()
+	templateLabels := labels.Set(rs.Spec.Template.Labels).AsSelectorPreValidated()
+	var fullyLabeled, ready, available int32
+	for _, p := range pods {
+		if templateLabels.Matches(labels.Set(p.Labels)) {
+			fullyLabeled++
+		}
+		if isPodReady(p) {
+			ready++
+			if isPodAvailable(p, rs.Spec.MinReadySeconds, now) {
+				available++
+			}
+		}
+	}
+	failure := getCondition(st, appsv1.ReplicaSetReplicaFailure)
+	switch {
+	case manageErr != nil && failure == nil:
+		reason := "FailedCreate"
+		if len(pods) > int(replicasOf(rs)) {
+			reason = "FailedDelete"
+		}
+		setCondition(&st, appsv1.ReplicaSetCondition{
+			Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now), Reason: reason, Message: manageErr.Error(),
+		})
+	case manageErr == nil && failure != nil:
+		removeCondition(&st, appsv1.ReplicaSetReplicaFailure)
+	}
+	st.Replicas = int32(len(pods))
+	st.FullyLabeledReplicas = fullyLabeled
+	st.ReadyReplicas = ready
+	st.AvailableReplicas = available
+	st.TerminatingReplicas = ptr.To(terminating)
+	return st
+}
+
+func getCondition(st appsv1.ReplicaSetStatus, t appsv1.ReplicaSetConditionType) *appsv1.ReplicaSetCondition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// setCondition adds or replaces the condition of c's type, keeping the
+// transition time when the status stays the same.
+func setCondition(st *appsv1.ReplicaSetStatus, c appsv1.ReplicaSetCondition) {
+	if cur := getCondition(*st, c.Type); cur != nil {
+		if cur.Status == c.Status && cur.Reason == c.Reason {
+			return
+		}
+		if cur.Status == c.Status {
+			c.LastTransitionTime = cur.LastTransitionTime
+		}
+	}
+	removeCondition(st, c.Type)
+	st.Conditions = append(st.Conditions, c)
+}
+
+func removeCondition(st *appsv1.ReplicaSetStatus, t appsv1.ReplicaSetConditionType) {
+	var kept []appsv1.ReplicaSetCondition
+	for _, c := range st.Conditions {
+		if c.Type != t {
+			kept = append(kept, c)
+		}
+	}
+	st.Conditions = kept
+}
+
+// updateStatus writes st (with observedGeneration) unless rs already has
+// it, retrying once on a fresh read; it returns the ReplicaSet as stored.
+func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
+	// The generation the pods were counted for, even if the retry reads
+	// a newer one.
+	st.ObservedGeneration = rs.Generation
+	if equality.Semantic.DeepEqual(rs.Status, st) {
+		return rs, nil
+	}
+	client := c.client.AppsV1().ReplicaSets(rs.Namespace)
+	for i := 0; ; i++ {
+		rs.Status = st
+		updated, err := client.UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		if err == nil {
+			return updated, nil
+		}
+		if apierrors.IsNotFound(err) {
+			// Deleted meanwhile: the next sync forgets it.
+			return rs, nil
+		}
+		if i >= statusUpdateRetries {
+			return nil, fmt.Errorf("update status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+		}
+		if rs, err = client.Get(ctx, rs.Name, metav1.GetOptions{}); err != nil {
+			return nil, fmt.Errorf("update status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+		}
+	}
+}

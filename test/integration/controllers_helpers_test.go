@@ -1,0 +1,214 @@
+package integration
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/deployment"
+	"github.com/minik8s/minik8s/pkg/controller/replicaset"
+	"github.com/minik8s/minik8s/pkg/controllermanager"
+)
+
+// rsStartControllers makes sure the ReplicaSet controller, and with
+// deployments the Deployment controller too, runs against the test's
+// cluster until the test ends: the test starts whichever the control
+// plane's controller manager does not run itself (under the names
+// "replicaset" and "deployment", as in kube-controller-manager).
+func rsStartControllers(t *testing.T, c *cluster, deployments bool) {
+	t.Helper()
+	builtIn := controllermanager.Names()
+	runRS := !slices.Contains(builtIn, "replicaset")
+	runDeploy := deployments && !slices.Contains(builtIn, "deployment")
+	if !runRS && !runDeploy {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	factory := informers.NewSharedInformerFactory(c.client, 0)
+	var starts []func(context.Context) error
+	if runRS {
+		cfg := replicaset.DefaultConfig()
+		cfg.Logger = log
+		rs, err := replicaset.New(c.client, factory, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, rs.Start)
+	}
+	if runDeploy {
+		cfg := deployment.DefaultConfig()
+		cfg.Logger = log
+		d, err := deployment.New(c.client, factory, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, d.Start)
+	}
+	factory.Start(ctx.Done())
+	done := make(chan struct{}, len(starts))
+	for _, start := range starts {
+		go func() {
+			if err := start(ctx); err != nil {
+				t.Errorf("controller stopped: %v", err)
+			}
+			done <- struct{}{}
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range starts {
+			<-done
+		}
+		factory.Shutdown()
+	})
+}
+
+// rsActivePods are the pods in ns with all of labels that count as
+// replicas: not terminating, not finished.
+func rsActivePods(t *testing.T, ctx context.Context, c *cluster, ns string, labels map[string]string) []corev1.Pod {
+	t.Helper()
+	list, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: labels})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// rsWaitReadyPods waits for exactly n active pods with labels, all ready,
+// and returns them.
+func rsWaitReadyPods(t *testing.T, c *cluster, ns string, labels map[string]string, n int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	waitFor(t, "pods of "+metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: labels})+" ready", func(ctx context.Context) (bool, error) {
+		pods = rsActivePods(t, ctx, c, ns, labels)
+		if len(pods) != n {
+			return false, nil
+		}
+		for i := range pods {
+			if !podReady(&pods[i]) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return pods
+}
+
+func rsPodNames(pods []corev1.Pod) string {
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ",")
+}
+
+// rsTemplate is a pod template of one busybox container labeled app=name.
+func rsTemplate(name, image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}},
+	}
+}
+
+func rsNew(name string, replicas int32) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: rsTemplate(name, "busybox"),
+		},
+	}
+}
+
+// rsEvents are the messages of the events about one object with reason.
+func rsEvents(t *testing.T, ctx context.Context, c *cluster, ns, kind, name, reason string) []string {
+	t.Helper()
+	list, err := c.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+// deployWatchPods calls check with the pods labeled app=name after every
+// change the apiserver reports, so no intermediate state is missed, until
+// the returned stop is called.
+func deployWatchPods(t *testing.T, ctx context.Context, c *cluster, name string, check func(pods map[string]*corev1.Pod)) (stop func()) {
+	t.Helper()
+	pods := c.client.CoreV1().Pods("default")
+	opts := metav1.ListOptions{LabelSelector: "app=" + name}
+	list, err := pods.List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]*corev1.Pod{}
+	for i := range list.Items {
+		state[list.Items[i].Name] = &list.Items[i]
+	}
+	check(state)
+	opts.ResourceVersion = list.ResourceVersion
+	w, err := pods.Watch(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stopped:
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					t.Error("pod watch ended early")
+					return
+				}
+				p, isPod := ev.Object.(*corev1.Pod)
+				if !isPod {
+					continue
+				}
+				switch ev.Type {
+				case watch.Added, watch.Modified:
+					state[p.Name] = p
+				case watch.Deleted:
+					delete(state, p.Name)
+				default:
+					continue
+				}
+				check(state)
+			}
+		}
+	}()
+	return func() {
+		close(stopped)
+		w.Stop()
+		<-done
+	}
+}
