@@ -85,6 +85,13 @@ func requireNodes(t *testing.T) string {
 // Everything is removed when the test ends.
 func newCluster(t *testing.T, n int) *cluster {
 	t.Helper()
+	return newClusterWith(t, n, nil)
+}
+
+// newClusterWith is newCluster with the control plane's config adjusted
+// by tune (shorter controller periods, as a user could configure them).
+func newClusterWith(t *testing.T, n int, tune func(*controlplane.Config)) *cluster {
+	t.Helper()
 	addr := requireNodes(t)
 	b := make([]byte, 2)
 	_, _ = rand.Read(b)
@@ -108,7 +115,7 @@ func newCluster(t *testing.T, n int) *cluster {
 	if err := image.EnsureBuiltin(ctx, addr); err != nil {
 		t.Fatalf("built-in images: %v", err)
 	}
-	c.startControlPlane()
+	c.startControlPlane(tune)
 	c.lan = newLAN(t, c.tag)
 	for i := 1; i <= n; i++ {
 		c.addNode(fmt.Sprintf("%s-n%d", c.tag, i), nil)
@@ -124,17 +131,19 @@ func (c *cluster) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-func (c *cluster) startControlPlane() {
+func (c *cluster) startControlPlane(tune func(*controlplane.Config)) {
 	t := c.t
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan controlplane.ControlPlane, 1)
 	done := make(chan error, 1)
-	go func() {
-		done <- controlplane.Run(ctx, controlplane.Config{
-			DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, Logger: c.logger(),
-			Ready: func(cp controlplane.ControlPlane) { ready <- cp },
-		})
-	}()
+	cfg := controlplane.Config{
+		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, Logger: c.logger(),
+		Ready: func(cp controlplane.ControlPlane) { ready <- cp },
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	go func() { done <- controlplane.Run(ctx, cfg) }()
 	select {
 	case c.cp = <-ready:
 	case err := <-done:
@@ -150,13 +159,13 @@ func (c *cluster) startControlPlane() {
 			t.Error("control plane did not stop in 30s")
 		}
 	})
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.cp.KubeconfigPath)
+	rc, err := clientcmd.BuildConfigFromFlags("", c.cp.KubeconfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.QPS, cfg.Burst = 100, 200
-	c.config = cfg
-	c.client = kubernetes.NewForConfigOrDie(cfg)
+	rc.QPS, rc.Burst = 100, 200
+	c.config = rc
+	c.client = kubernetes.NewForConfigOrDie(rc)
 	c.kubectl = testutil.NewKubectl(t, c.cp.KubeconfigPath)
 }
 
@@ -240,8 +249,16 @@ func (c *cluster) teardown() {
 	defer cancel()
 	nss, err := c.client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err == nil {
+		// Workloads first, or their controllers replace the pods.
+		all, bg := metav1.ListOptions{}, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationBackground)}
 		for _, ns := range nss.Items {
-			_ = c.client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(1))}, metav1.ListOptions{})
+			_ = c.client.BatchV1().CronJobs(ns.Name).DeleteCollection(ctx, bg, all)
+			_ = c.client.BatchV1().Jobs(ns.Name).DeleteCollection(ctx, bg, all)
+			_ = c.client.AppsV1().Deployments(ns.Name).DeleteCollection(ctx, bg, all)
+			_ = c.client.AppsV1().ReplicaSets(ns.Name).DeleteCollection(ctx, bg, all)
+		}
+		for _, ns := range nss.Items {
+			_ = c.client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(1))}, all)
 		}
 	}
 	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {

@@ -138,7 +138,7 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 func TestBadInput(t *testing.T) {
-	c := startCluster(t)
+	c := startClusterWith(t, apiServerOnly)
 	ctx := ctxT(t)
 	rc := newRawClient(t, c)
 	const ns = "default"

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/minik8s/minik8s/pkg/controllermanager"
 	"github.com/minik8s/minik8s/pkg/controlplane"
 )
 
@@ -106,4 +107,10 @@ func ctxT(t *testing.T) context.Context {
 // itself, with its own settings.
 func withoutControllers(names ...string) func(*controlplane.Config) {
 	return func(cfg *controlplane.Config) { cfg.DisableControllers = append(cfg.DisableControllers, names...) }
+}
+
+// apiServerOnly runs no controllers and no scheduler: for tests that
+// check that storage does not change unless they change it.
+func apiServerOnly(cfg *controlplane.Config) {
+	cfg.DisableControllers = append(append(cfg.DisableControllers, "scheduler"), controllermanager.Names()...)
 }
