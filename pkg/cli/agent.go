@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,13 +40,15 @@ type agentFlags struct {
 	rootDir                  string
 	kubeletAt                string
 	clusterCIDR, serviceCIDR string
+	capacity                 map[string]string
 }
 
 func agentCommand() *cobra.Command {
 	f := &agentFlags{}
 	cmd := &cobra.Command{
-		Use:   "agent",
-		Short: "Run node agents (kubelets) that join a cluster",
+		Use:     "agent",
+		Aliases: []string{"kubelet"},
+		Short:   "Run node agents (kubelets) that join a cluster",
 		Long: `Runs a kubelet that registers a Node and runs the pods bound to it.
 
 With --server and a join token (--token, from the server's <data-dir>/node-token
@@ -83,6 +87,7 @@ with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", apiserver.DefaultServiceCIDR, "Service cluster IP range")
 	fl.IntVar(&f.nodes, "nodes", 1, "number of nodes this process hosts (simulated provider)")
 	fl.StringToStringVar(&f.labels, "node-labels", nil, "labels for the node(s)")
+	fl.StringToStringVar(&f.capacity, "extra-resources", nil, "resources the node offers beyond cpu, memory and pods, e.g. nvidia.com/gpu=2 (local provider)")
 	return cmd
 }
 
@@ -219,9 +224,26 @@ func runLocalNode(ctx context.Context, f *agentFlags, log *slog.Logger) error {
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return errors.New("the kubeconfig carries no cluster CA: the kubelet needs it to verify the apiserver's calls")
 	}
+	capacity, err := parseResources(f.capacity)
+	if err != nil {
+		return err
+	}
 	return node.Run(ctx, node.Config{
-		NodeName: f.nodeName, NodeIP: f.nodeIP, REST: rc, ClientCA: pool, Labels: f.labels,
+		NodeName: f.nodeName, NodeIP: f.nodeIP, REST: rc, ClientCA: pool, Labels: f.labels, Capacity: capacity,
 		ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR, RootDir: nodeDir(f, f.nodeName),
 		KubeletAddress: f.kubeletAt, HostNetNS: f.netns, Logger: log,
 	})
+}
+
+// parseResources reads name=quantity pairs, e.g. nvidia.com/gpu=2.
+func parseResources(in map[string]string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for name, v := range in {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("resource %s=%s: %w", name, v, err)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
 }

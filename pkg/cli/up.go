@@ -23,6 +23,7 @@ type upFlags struct {
 	containerd  string
 	clusterCIDR string
 	serviceCIDR string
+	capacity    map[string]string
 }
 
 func upCommand() *cobra.Command {
@@ -46,6 +47,10 @@ func upCommand() *cobra.Command {
 				return err
 			}
 			defer func() { _ = stop() }()
+			capacity, err := parseResources(f.capacity)
+			if err != nil {
+				return err
+			}
 			certPEM, keyPEM, err := cp.Bundle.IssueClientCert("system:node:"+f.nodeName, []string{"system:nodes"}, 0)
 			if err != nil {
 				return fmt.Errorf("node credential: %w", err)
@@ -56,7 +61,7 @@ func upCommand() *cobra.Command {
 					TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: certPEM, KeyData: keyPEM}},
 				ClientCA: cp.Bundle.CAPool, ContainerdAddress: f.containerd,
 				ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR,
-				RootDir: filepath.Join(f.dataDir, "kubelet"), Logger: log,
+				RootDir: filepath.Join(f.dataDir, "kubelet"), Capacity: capacity, Logger: log,
 			})
 		},
 	}
@@ -68,5 +73,6 @@ func upCommand() *cobra.Command {
 	fl.StringVar(&f.containerd, "containerd", "", "containerd socket (default /run/containerd/containerd.sock; started when none answers)")
 	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range, one /24 per node")
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", apiserver.DefaultServiceCIDR, "Service cluster IP range")
+	fl.StringToStringVar(&f.capacity, "extra-resources", nil, "resources the node offers beyond cpu, memory and pods, e.g. nvidia.com/gpu=2")
 	return cmd
 }

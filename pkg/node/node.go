@@ -50,7 +50,10 @@ type Config struct {
 	// HostNetNS is the node's network namespace when it is not the process's own.
 	HostNetNS string
 	Labels    map[string]string
-	Logger    *slog.Logger
+	// Capacity adds to what the machine reports, e.g. extended resources
+	// such as nvidia.com/gpu.
+	Capacity corev1.ResourceList
+	Logger   *slog.Logger
 }
 
 // Run brings the node up and serves until ctx ends.
@@ -112,7 +115,7 @@ func Run(ctx context.Context, cfg Config) error {
 		stateDir = filepath.Join(cfg.RootDir, "cni")
 	}
 	provider, err := local.New(local.Config{
-		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Runtime: rt, Client: client, Recorder: recorder,
+		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Runtime: rt, Client: client, Recorder: recorder, Capacity: cfg.Capacity,
 		RootDir: cfg.RootDir, HostNetNS: cfg.HostNetNS, Logger: log,
 		NewNetwork: func(podCIDR string) (network.Network, error) {
 			return network.New(network.Config{NodeName: cfg.NodeName, PodCIDR: podCIDR, ClusterCIDR: cfg.ClusterCIDR,
