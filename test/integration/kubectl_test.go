@@ -116,7 +116,7 @@ var kubectlExampleChecks = map[string]func(t *testing.T, c *cluster){
 			t.Fatal(err)
 		}
 		ctr := d.Spec.Template.Spec.Containers
-		if *d.Spec.Replicas != 3 || len(ctr) != 1 || ctr[0].Image != "nginx:1.25" || len(ctr[0].Env) != 1 ||
+		if *d.Spec.Replicas != 3 || len(ctr) != 1 || ctr[0].Image != "busybox:latest" || len(ctr[0].Env) != 1 ||
 			ctr[0].Env[0].ValueFrom.ConfigMapKeyRef.Name != "web-config" || d.Spec.Selector.MatchLabels["app"] != "web" {
 			t.Fatalf("deployment web: %+v", d.Spec)
 		}
@@ -345,7 +345,7 @@ func TestKubectlGet(t *testing.T) {
 		{[]string{"get", "deployments", "-n", "demo"}, "NAME READY UP-TO-DATE AVAILABLE AGE", `^web \d+/3 \d+ \d+ \S+$`},
 		{[]string{"get", "deployments", "-A"}, "NAMESPACE NAME READY UP-TO-DATE AVAILABLE AGE", `^demo web \d+/3 \d+ \d+ \S+$`},
 		{[]string{"get", "deployments", "-n", "demo", "-o", "wide"}, "NAME READY UP-TO-DATE AVAILABLE AGE CONTAINERS IMAGES SELECTOR",
-			`^web \d+/3 \d+ \d+ \S+ web nginx:1\.25 app=web$`},
+			`^web \d+/3 \d+ \d+ \S+ web busybox:latest app=web$`},
 		{[]string{"get", "services", "-n", "demo"}, "NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE", `^web ClusterIP \S+ <none> 80/TCP \S+$`},
 		{[]string{"get", "configmaps", "-n", "demo"}, "NAME DATA AGE", `^web-config 2 \S+$`},
 		{[]string{"get", "secrets", "-n", "demo"}, "NAME TYPE DATA AGE", `^web-credentials Opaque 2 \S+$`},
@@ -482,7 +482,7 @@ func TestKubectlDescribe(t *testing.T) {
 			fields: [][2]string{
 				{"Name", "web"}, {"Namespace", "demo"}, {"Labels", "app=web"}, {"Selector", "app=web"},
 				{"Replicas", "3 desired |"},
-				{"StrategyType", "RollingUpdate"}, {"Image", "nginx:1.25"},
+				{"StrategyType", "RollingUpdate"}, {"Image", "busybox:latest"},
 			},
 			text: []string{
 				"Pod Template:", "Events:", "ScalingReplicaSet", "deployment-controller",
@@ -551,7 +551,7 @@ func TestKubectlMutate(t *testing.T) {
 
 	tmp := t.TempDir()
 	editor := writeTestFile(t, tmp, "editor.sh", "#!/bin/sh\n"+
-		"sed -i -e 's/^  replicas: .*/  replicas: 6/' -e 's/image: nginx:1.25/image: nginx:1.27/' \"$1\"\n")
+		"sed -i -e 's/^  replicas: .*/  replicas: 6/' -e 's/image: busybox:latest/image: busybox:1.36/' \"$1\"\n")
 	if err := os.Chmod(editor, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +590,7 @@ func TestKubectlMutate(t *testing.T) {
 			"deployment.apps/web scaled", func(d *appsv1.Deployment) bool { return *d.Spec.Replicas == 5 }},
 		{"edit", []string{"edit", "deployment", "web"},
 			"deployment.apps/web edited", func(d *appsv1.Deployment) bool {
-				return *d.Spec.Replicas == 6 && d.Spec.Template.Spec.Containers[0].Image == "nginx:1.27"
+				return *d.Spec.Replicas == 6 && d.Spec.Template.Spec.Containers[0].Image == "busybox:1.36"
 			}},
 	}
 	for _, s := range steps {
