@@ -16,22 +16,22 @@ import (
 
 // Approver approves node client certificate requests from bootstrap tokens
 // and from the nodes themselves.
-type Approver struct{ *loop }
+type Approver struct{ *base }
 
 // NewApprover wires the approver to factory's CSR informer. Nothing runs
 // until Start (the caller starts factory).
 func NewApprover(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Approver, error) {
-	l, err := newLoop("csrapproving", client, factory, cfg)
+	b, err := newBase("csrapproving", client, factory, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("csrapproving: %w", err)
 	}
-	a := &Approver{l}
-	l.reconcile = a.Reconcile
+	a := &Approver{b}
+	b.loop.Reconcile = a.Reconcile
 	return a, nil
 }
 
 // Start approves until ctx ends.
-func (a *Approver) Start(ctx context.Context) error { return a.start(ctx) }
+func (a *Approver) Start(ctx context.Context) error { return a.loop.Run(ctx) }
 
 // Reconcile approves CSR name if it is pending and the rules allow it.
 func (a *Approver) Reconcile(ctx context.Context, name string) error {

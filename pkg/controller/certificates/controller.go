@@ -1,16 +1,16 @@
 package certificates
 
 import (
-	"context"
+	"cmp"
 	"log/slog"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
+
+	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // Config is what both controllers share.
@@ -21,73 +21,41 @@ type Config struct {
 }
 
 func (c *Config) complete() {
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 }
 
-// loop is the informer, queue and workers around a Reconcile.
-type loop struct {
-	client    kubernetes.Interface
-	lister    certlisters.CertificateSigningRequestLister
-	synced    cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
-	log       *slog.Logger
-	now       func() time.Time
-	reconcile func(ctx context.Context, name string) error
+// base is what both controllers share: the CSR lister, the client, and
+// the loop around their Reconcile (which each sets).
+type base struct {
+	client kubernetes.Interface
+	lister certlisters.CertificateSigningRequestLister
+	log    *slog.Logger
+	now    func() time.Time
+	loop   *loop.Loop[string]
 }
 
-func newLoop(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*loop, error) {
+func newBase(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*base, error) {
 	cfg.complete()
 	inf := factory.Certificates().V1().CertificateSigningRequests()
-	l := &loop{
-		client: client, lister: inf.Lister(), synced: inf.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
+	b := &base{
+		client: client, lister: inf.Lister(),
 		log: cfg.Logger.With("controller", name),
 		now: cfg.Now,
 	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			l.queue.Add(key)
-		}
+	queue := loop.NewQueue[string](name, nil)
+	b.loop = &loop.Loop[string]{
+		Queue: queue, Workers: 2,
+		Synced: []cache.InformerSynced{inf.Informer().HasSynced},
+		Logger: b.log, KeyAttr: "csr",
 	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
-	}); err != nil {
+	// A deleted CSR leaves nothing to do.
+	handler := loop.KeyHandler(queue)
+	handler.DeleteFunc = nil
+	if _, err := inf.Informer().AddEventHandler(handler); err != nil {
 		return nil, err
 	}
-	return l, nil
-}
-
-// start runs the workers until ctx ends.
-func (l *loop) start(ctx context.Context) error {
-	defer l.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), l.synced) {
-		return ctx.Err()
-	}
-	for range 2 {
-		go wait.UntilWithContext(ctx, l.work, time.Second)
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (l *loop) work(ctx context.Context) {
-	for {
-		key, quit := l.queue.Get()
-		if quit {
-			return
-		}
-		if err := l.reconcile(ctx, key); err != nil {
-			l.log.Warn("reconcile failed", "csr", key, "err", err)
-			l.queue.AddRateLimited(key)
-		} else {
-			l.queue.Forget(key)
-		}
-		l.queue.Done(key)
-	}
+	return b, nil
 }

@@ -35,7 +35,7 @@ type SignerConfig struct {
 
 // Signer issues the certificates of approved client CSRs.
 type Signer struct {
-	*loop
+	*base
 	ca       CA
 	duration time.Duration
 }
@@ -49,17 +49,17 @@ func NewSigner(client kubernetes.Interface, factory informers.SharedInformerFact
 	if cfg.Duration <= 0 {
 		cfg.Duration = DefaultDuration
 	}
-	l, err := newLoop("csrsigning", client, factory, cfg.Config)
+	b, err := newBase("csrsigning", client, factory, cfg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("csrsigning: %w", err)
 	}
-	s := &Signer{loop: l, ca: ca, duration: cfg.Duration}
-	l.reconcile = s.Reconcile
+	s := &Signer{base: b, ca: ca, duration: cfg.Duration}
+	b.loop.Reconcile = s.Reconcile
 	return s, nil
 }
 
 // Start signs until ctx ends.
-func (s *Signer) Start(ctx context.Context) error { return s.start(ctx) }
+func (s *Signer) Start(ctx context.Context) error { return s.loop.Run(ctx) }
 
 // Reconcile issues CSR name's certificate once it is approved, or marks it
 // Failed when its request does not fit its signer.

@@ -1,10 +1,10 @@
 package deployment
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,17 +12,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/controller/controllerref"
+	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // DefaultWorkers is Kubernetes' --concurrent-deployment-syncs.
@@ -59,31 +60,23 @@ func (c *Config) complete() error {
 	if c.Workers < 0 {
 		return fmt.Errorf("deployment: workers (%d) must not be negative", c.Workers)
 	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
-	}
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock = cmp.Or[clock.PassiveClock](c.Clock, clock.RealClock{})
 	return nil
 }
 
 // Controller rolls Deployments out through ReplicaSets.
 type Controller struct {
-	client      kubernetes.Interface
-	dLister     appslisters.DeploymentLister
-	rsLister    appslisters.ReplicaSetLister
-	podLister   corelisters.PodLister
-	synced      []cache.InformerSynced
-	queue       workqueue.TypedRateLimitingInterface[string]
-	broadcaster record.EventBroadcaster // nil with Config.Recorder
-	recorder    record.EventRecorder
-	clock       clock.PassiveClock
-	workers     int
-	log         *slog.Logger
+	client    kubernetes.Interface
+	dLister   appslisters.DeploymentLister
+	rsLister  appslisters.ReplicaSetLister
+	podLister corelisters.PodLister
+	queue     workqueue.TypedRateLimitingInterface[string]
+	loop      *loop.Loop[string]
+	recorder  record.EventRecorder
+	clock     clock.PassiveClock
+	log       *slog.Logger
 }
 
 // New validates cfg and wires the controller to factory's Deployment,
@@ -96,21 +89,22 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	dInf, rsInf, podInf := factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
 	c := &Controller{
 		client: client, dLister: dInf.Lister(), rsLister: rsInf.Lister(), podLister: podInf.Lister(),
-		synced: []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployment"}),
+		queue:    loop.NewQueue[string]("deployment", nil),
 		recorder: cfg.Recorder,
 		clock:    cfg.Clock,
-		workers:  cfg.Workers,
 		log:      cfg.Logger.With("controller", "deployment"),
 	}
-	if c.recorder == nil {
-		c.broadcaster = record.NewBroadcaster()
-		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "deployment-controller"})
+	c.loop = &loop.Loop[string]{
+		Queue: c.queue, Reconcile: c.Reconcile, Workers: cfg.Workers,
+		Synced: []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		Events: client.CoreV1().Events(""),
+		Logger: c.log, KeyAttr: "deployment", Quiet: apierrors.IsConflict,
 	}
-	if _, err := dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueue, UpdateFunc: func(_, cur any) { c.enqueue(cur) }, DeleteFunc: c.enqueue,
-	}); err != nil {
+	if c.recorder == nil {
+		c.loop.Broadcaster = record.NewBroadcaster()
+		c.recorder = c.loop.Broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "deployment-controller"})
+	}
+	if _, err := dInf.Informer().AddEventHandler(loop.KeyHandler(c.queue)); err != nil {
 		return nil, fmt.Errorf("deployment: deployment handler: %w", err)
 	}
 	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -125,62 +119,14 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 }
 
 // Start syncs Deployments with Config.Workers workers until ctx ends.
-func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	if c.broadcaster != nil {
-		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-		defer c.broadcaster.Shutdown()
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return ctx.Err()
-	}
-	c.log.Info("started", "workers", c.workers)
-	for range c.workers {
-		go wait.UntilWithContext(ctx, c.work, time.Second)
-	}
-	<-ctx.Done()
-	return nil
-}
+func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
-func (c *Controller) work(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.Reconcile(ctx, key); err != nil {
-			if apierrors.IsConflict(err) {
-				// Our cache was behind a write (often our own): look
-				// again once it has caught up.
-				c.log.Debug("sync conflict", "deployment", key, "err", err)
-			} else {
-				c.log.Warn("sync failed", "deployment", key, "err", err)
-			}
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
+func (c *Controller) enqueue(obj any) { loop.Enqueue(c.queue, obj) }
 
 // resolve is the Deployment a controller reference in namespace ns
 // names, if it still exists with that UID.
 func (c *Controller) resolve(ns string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	d, err := c.dLister.Deployments(ns).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
-	return d
+	return controllerref.Resolve(ref, controllerKind.Kind, c.dLister.Deployments(ns).Get)
 }
 
 // enqueueMatching queues the Deployments whose selector matches an
@@ -241,15 +187,9 @@ func (c *Controller) updateReplicaSet(old, cur any) {
 }
 
 func (c *Controller) deleteReplicaSet(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := loop.As[*appsv1.ReplicaSet](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if rs, ok = tomb.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
+		return
 	}
 	if d := c.resolve(rs.Namespace, metav1.GetControllerOf(rs)); d != nil {
 		c.enqueue(d)
@@ -258,22 +198,12 @@ func (c *Controller) deleteReplicaSet(obj any) {
 
 // deletePod wakes a Recreate Deployment waiting for its old pods to go.
 func (c *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := loop.As[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
-	}
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "ReplicaSet" {
 		return
 	}
-	rs, err := c.rsLister.ReplicaSets(pod.Namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
+	rs := controllerref.Resolve(metav1.GetControllerOf(pod), "ReplicaSet", c.rsLister.ReplicaSets(pod.Namespace).Get)
+	if rs == nil {
 		return
 	}
 	if d := c.resolve(rs.Namespace, metav1.GetControllerOf(rs)); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {

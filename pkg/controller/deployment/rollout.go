@@ -6,6 +6,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
 
 // rolloutRolling takes one step of a rolling update: grow the new
@@ -130,7 +132,7 @@ func oldPodsRunning(newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet, pods map
 			continue
 		}
 		for _, p := range ps {
-			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			if !podutil.IsTerminal(p) {
 				return true
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/controllerref"
 )
 
 // Reconcile moves one Deployment (namespace/name) a step along its
@@ -88,23 +89,9 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment,
 	if err != nil {
 		return nil, err
 	}
-	// Checked once against the live Deployment, not the cache.
-	var once sync.Once
-	var adoptErr error
-	canAdopt := func() error {
-		once.Do(func() {
-			fresh, err := c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-			switch {
-			case err != nil:
-				adoptErr = fmt.Errorf("recheck deployment %s/%s before adoption: %w", d.Namespace, d.Name, err)
-			case fresh.UID != d.UID:
-				adoptErr = fmt.Errorf("deployment %s/%s is gone: got uid %s, want %s", d.Namespace, d.Name, fresh.UID, d.UID)
-			case fresh.DeletionTimestamp != nil:
-				adoptErr = fmt.Errorf("deployment %s/%s is being deleted", d.Namespace, d.Name)
-			}
-		})
-		return adoptErr
-	}
+	canAdopt := controllerref.AdoptionCheck("deployment", d, func() (metav1.Object, error) {
+		return c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+	})
 	var claimed []*appsv1.ReplicaSet
 	var errs []error
 	for _, rs := range all {

@@ -1,6 +1,7 @@
 package garbagecollector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // Defaults.
@@ -51,18 +54,12 @@ func (c *Config) complete() error {
 	if c.ResyncPeriod < 0 || c.Workers < 0 {
 		return errors.New("garbagecollector: negative resync period or workers")
 	}
-	if c.ResyncPeriod == 0 {
-		c.ResyncPeriod = DefaultResyncPeriod
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
+	c.ResyncPeriod = cmp.Or(c.ResyncPeriod, DefaultResyncPeriod)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
 	if c.IgnoredResources == nil {
 		c.IgnoredResources = DefaultIgnoredResources
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return nil
 }
 
@@ -77,6 +74,7 @@ type Controller struct {
 	// being deleted with the orphan policy.
 	attemptToDelete workqueue.TypedRateLimitingInterface[types.UID]
 	attemptToOrphan workqueue.TypedRateLimitingInterface[types.UID]
+	loop            *loop.Loop[types.UID]
 	log             *slog.Logger
 
 	mu       sync.Mutex
@@ -100,28 +98,40 @@ func New(client kubernetes.Interface, md metadata.Interface, cfg Config) (*Contr
 	if client == nil || md == nil {
 		return nil, errors.New("garbagecollector: a client and a metadata client are required")
 	}
-	queue := func(name string) workqueue.TypedRateLimitingInterface[types.UID] {
-		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
-			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: name})
-	}
-	return &Controller{
+	c := &Controller{
 		cfg: cfg, discovery: client.Discovery(), metadata: md, graph: newGraph(),
-		attemptToDelete: queue("garbage_collector_attempt_to_delete"),
-		attemptToOrphan: queue("garbage_collector_attempt_to_orphan"),
+		attemptToDelete: loop.NewQueue[types.UID]("garbage_collector_attempt_to_delete", nil),
+		attemptToOrphan: loop.NewQueue[types.UID]("garbage_collector_attempt_to_orphan", nil),
 		log:             cfg.Logger.With("controller", "garbagecollector"),
 		monitors:        map[schema.GroupVersionResource]*monitor{},
 		kinds:           &kindMap{},
-	}, nil
+	}
+	orphans := &loop.Loop[types.UID]{
+		Queue: c.attemptToOrphan, Reconcile: c.ReconcileOrphan,
+		Logger: c.log.With("attempt", "orphan"), KeyAttr: "uid",
+	}
+	c.loop = &loop.Loop[types.UID]{
+		Queue: c.attemptToDelete, Reconcile: c.Reconcile, Workers: cfg.Workers,
+		Ready:  c.firstSync,
+		Also:   []func(context.Context){orphans.Work, c.resyncPeriodically},
+		Logger: c.log.With("attempt", "delete"), KeyAttr: "uid",
+	}
+	return c, nil
 }
 
 // Start watches every deletable resource, waits until all are synced,
 // then collects garbage until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	defer c.attemptToDelete.ShutDown()
 	defer c.attemptToOrphan.ShutDown()
 	defer c.stopMonitors()
-	// The first sync must see every resource: an owner deleted with the
-	// orphan policy must not miss dependents of a kind not watched yet.
+	return c.loop.Run(ctx)
+}
+
+// firstSync watches every resource discovery lists and waits for them all
+// to sync, retrying each second until it succeeds or ctx ends. The first
+// sync must see every resource: an owner deleted with the orphan policy
+// must not miss dependents of a kind not watched yet.
+func (c *Controller) firstSync(ctx context.Context) error {
 	for {
 		err := c.resync(ctx, 0)
 		if err == nil {
@@ -135,43 +145,17 @@ func (c *Controller) Start(ctx context.Context) error {
 		}
 	}
 	c.log.Info("watching resources", "resources", c.monitorCount(), "objects", c.graph.size())
-	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+	return nil
+}
+
+// resyncPeriodically follows resources that appear and go away until ctx
+// ends.
+func (c *Controller) resyncPeriodically(ctx context.Context) {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := c.resync(ctx, c.cfg.ResyncPeriod); err != nil && ctx.Err() == nil {
 			c.log.Warn("resync resources", "err", err)
 		}
 	}, c.cfg.ResyncPeriod)
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.deleteWorker, time.Second)
-	}
-	go wait.UntilWithContext(ctx, c.orphanWorker, time.Second)
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) deleteWorker(ctx context.Context) {
-	for c.process(ctx, c.attemptToDelete, c.Reconcile, "delete") {
-	}
-}
-
-func (c *Controller) orphanWorker(ctx context.Context) {
-	for c.process(ctx, c.attemptToOrphan, c.ReconcileOrphan, "orphan") {
-	}
-}
-
-func (c *Controller) process(ctx context.Context, q workqueue.TypedRateLimitingInterface[types.UID],
-	reconcile func(context.Context, types.UID) error, what string) bool {
-	uid, quit := q.Get()
-	if quit {
-		return false
-	}
-	defer q.Done(uid)
-	if err := reconcile(ctx, uid); err != nil {
-		c.log.Warn("garbage collection failed", "attempt", what, "uid", uid, "err", err)
-		q.AddRateLimited(uid)
-		return true
-	}
-	q.Forget(uid)
-	return true
 }
 
 func (c *Controller) enqueue(ch changes) {

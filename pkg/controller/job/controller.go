@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,17 +13,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/controller/controllerref"
+	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // DefaultWorkers is kube-controller-manager's --concurrent-job-syncs.
@@ -43,46 +45,35 @@ type Config struct {
 }
 
 func (c *Config) complete() error {
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
 	if c.Workers < 0 {
 		return fmt.Errorf("job controller: workers %d: want at least 1", c.Workers)
 	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
-	}
-	if c.BackoffBase == 0 {
-		c.BackoffBase = DefaultBackoffBase
-	}
-	if c.BackoffMax == 0 {
-		c.BackoffMax = DefaultBackoffMax
-	}
+	c.Clock = cmp.Or[clock.WithTicker](c.Clock, clock.RealClock{})
+	c.BackoffBase = cmp.Or(c.BackoffBase, DefaultBackoffBase)
+	c.BackoffMax = cmp.Or(c.BackoffMax, DefaultBackoffMax)
 	if c.BackoffBase < 0 || c.BackoffMax < c.BackoffBase {
 		return fmt.Errorf("job controller: back-off %v up to %v: want 0 < base <= max", c.BackoffBase, c.BackoffMax)
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return nil
 }
 
 // Controller runs the Pods of Jobs and keeps their status.
 type Controller struct {
-	cfg         Config
-	client      kubernetes.Interface
-	jobs        batchlisters.JobLister
-	pods        corelisters.PodLister
-	synced      []cache.InformerSynced
-	queue       workqueue.TypedRateLimitingInterface[string]
-	orphans     workqueue.TypedRateLimitingInterface[string] // Pod keys
-	expect      *expectations
-	finalizers  *finalizerExpectations
-	backoff     *backoffStore
-	clock       clock.WithTicker
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
-	log         *slog.Logger
+	cfg        Config
+	client     kubernetes.Interface
+	jobs       batchlisters.JobLister
+	pods       corelisters.PodLister
+	queue      workqueue.TypedRateLimitingInterface[string]
+	orphans    workqueue.TypedRateLimitingInterface[string] // Pod keys
+	loop       *loop.Loop[string]
+	expect     *expectations
+	finalizers *finalizerExpectations
+	backoff    *backoffStore
+	clock      clock.WithTicker
+	recorder   record.EventRecorder
+	log        *slog.Logger
 }
 
 // New validates cfg and wires the controller to factory's Job and Pod
@@ -93,23 +84,29 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	}
 	jobInf, podInf := factory.Batch().V1().Jobs(), factory.Core().V1().Pods()
 	broadcaster := record.NewBroadcaster()
-	newQueue := func(name string) workqueue.TypedRateLimitingInterface[string] {
-		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: cfg.Clock})
-	}
 	c := &Controller{
 		cfg: cfg, client: client,
 		jobs: jobInf.Lister(), pods: podInf.Lister(),
-		synced:      []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:       newQueue("job"),
-		orphans:     newQueue("job_orphan_pod"),
-		expect:      newExpectations(cfg.Clock),
-		finalizers:  newFinalizerExpectations(),
-		backoff:     newBackoffStore(),
-		clock:       cfg.Clock,
-		broadcaster: broadcaster,
-		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "job-controller"}),
-		log:         cfg.Logger.With("controller", "job"),
+		queue:      loop.NewQueue[string]("job", cfg.Clock),
+		orphans:    loop.NewQueue[string]("job_orphan_pod", cfg.Clock),
+		expect:     newExpectations(cfg.Clock),
+		finalizers: newFinalizerExpectations(),
+		backoff:    newBackoffStore(),
+		clock:      cfg.Clock,
+		recorder:   broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "job-controller"}),
+		log:        cfg.Logger.With("controller", "job"),
+	}
+	// Orphan pods lose their tracking finalizer one at a time.
+	orphans := &loop.Loop[string]{
+		Queue: c.orphans, Reconcile: c.releaseOrphan,
+		Logger: c.log.With("queue", "job_orphan_pod"), KeyAttr: "pod",
+	}
+	c.loop = &loop.Loop[string]{
+		Queue: c.queue, Reconcile: c.Reconcile, Workers: cfg.Workers,
+		Synced:      []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		Broadcaster: broadcaster, Events: client.CoreV1().Events(""),
+		Also:   []func(context.Context){orphans.Work},
+		Logger: c.log, KeyAttr: "job", Quiet: apierrors.IsConflict,
 	}
 	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueJob,
@@ -130,75 +127,17 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 
 // Start runs the workers until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
 	defer c.orphans.ShutDown()
-	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-	defer c.broadcaster.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return ctx.Err()
-	}
-	c.log.Info("starting", "workers", c.cfg.Workers)
-	for range c.cfg.Workers {
-		go wait.UntilWithContext(ctx, c.work, time.Second)
-	}
-	go wait.UntilWithContext(ctx, c.workOrphans, time.Second)
-	<-ctx.Done()
-	return nil
+	return c.loop.Run(ctx)
 }
 
-func (c *Controller) work(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.Reconcile(ctx, key); err != nil {
-			if apierrors.IsConflict(err) {
-				c.log.Debug("conflict, retrying", "job", key, "err", err)
-			} else {
-				c.log.Warn("sync failed", "job", key, "err", err)
-			}
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
-}
-
-func (c *Controller) workOrphans(ctx context.Context) {
-	for {
-		key, quit := c.orphans.Get()
-		if quit {
-			return
-		}
-		if err := c.releaseOrphan(ctx, key); err != nil {
-			c.log.Warn("removing tracking finalizer of orphan pod failed", "pod", key, "err", err)
-			c.orphans.AddRateLimited(key)
-		} else {
-			c.orphans.Forget(key)
-		}
-		c.orphans.Done(key)
-	}
-}
-
-func (c *Controller) enqueueJob(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
+func (c *Controller) enqueueJob(obj any) { loop.Enqueue(c.queue, obj) }
 
 // jobDeleted forgets the Job and lets go of its Pods' finalizers.
 func (c *Controller) jobDeleted(obj any) {
-	job, ok := obj.(*batchv1.Job)
+	job, ok := loop.As[*batchv1.Job](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if job, ok = tomb.Obj.(*batchv1.Job); !ok {
-			return
-		}
+		return
 	}
 	c.enqueueJob(job)
 	pods, err := c.pods.Pods(job.Namespace).List(labels.Everything())
@@ -221,14 +160,10 @@ func (c *Controller) enqueueOrphan(p *corev1.Pod) {
 // ownerJob is the Job that the ownerReference names, if the cache has
 // that very Job.
 func (c *Controller) ownerJob(ns string, ref *metav1.OwnerReference) *batchv1.Job {
-	if ref == nil || ref.Kind != jobKind.Kind || ref.APIVersion != jobKind.GroupVersion().String() {
+	if ref != nil && ref.APIVersion != jobKind.GroupVersion().String() {
 		return nil
 	}
-	job, err := c.jobs.Jobs(ns).Get(ref.Name)
-	if err != nil || job.UID != ref.UID {
-		return nil
-	}
-	return job
+	return controllerref.Resolve(ref, jobKind.Kind, c.jobs.Jobs(ns).Get)
 }
 
 func jobKey(job *batchv1.Job) string { return job.Namespace + "/" + job.Name }
@@ -300,17 +235,9 @@ func (c *Controller) podUpdated(oldObj, curObj any) {
 }
 
 func (c *Controller) podDeleted(obj any) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if p, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+	if p, ok := loop.As[*corev1.Pod](obj); ok {
+		c.podGone(p, true)
 	}
-	c.podGone(p, true)
 }
 
 // podGone handles a Pod being deleted (final: its object is gone).

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -240,7 +242,7 @@ func (e *env) pods() []*corev1.Pod {
 func (e *env) activePods() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range e.pods() {
-		if active(p) {
+		if podutil.IsActive(p) {
 			out = append(out, p)
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
 
 // Labels the pre-1.27 Job controller put on Pods; still set, as
@@ -299,7 +301,7 @@ func (c *Controller) deletePods(ctx context.Context, job *batchv1.Job, key strin
 				return
 			}
 			deleted++
-			if ready(p) {
+			if podutil.IsReady(p) {
 				deletedReady++
 			}
 		}()

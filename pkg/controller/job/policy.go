@@ -150,25 +150,6 @@ func finishedAt(p *corev1.Pod) time.Time {
 	return p.CreationTimestamp.Time
 }
 
-func terminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-// active: the Pod is neither finished nor being deleted.
-func active(p *corev1.Pod) bool { return !terminal(p) && p.DeletionTimestamp == nil }
-
-// terminating: the Pod is being deleted but has not finished.
-func terminating(p *corev1.Pod) bool { return !terminal(p) && p.DeletionTimestamp != nil }
-
-func ready(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func hasTrackingFinalizer(p *corev1.Pod) bool {
 	return slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer)
 }

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
 
 // maxUncounted bounds status.uncountedTerminatedPods (about 20 KB of
@@ -104,12 +106,12 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	}
 	for _, p := range pods {
 		switch {
-		case active(p):
+		case podutil.IsActive(p):
 			s.active = append(s.active, p)
-			if ready(p) {
+			if podutil.IsReady(p) {
 				s.ready++
 			}
-		case terminating(p):
+		case podutil.IsTerminating(p):
 			s.terminating++
 		}
 	}
@@ -261,7 +263,7 @@ func (c *Controller) manage(ctx context.Context, s *state) (int32, error) {
 	if indexed(job) {
 		busy := map[int]bool{}
 		for _, p := range s.pods {
-			if active(p) || (onlyReplaceFailed(job) && terminating(p)) {
+			if podutil.IsActive(p) || (onlyReplaceFailed(job) && podutil.IsTerminating(p)) {
 				busy[completionIndex(p)] = true
 			}
 		}
@@ -318,8 +320,8 @@ func removalOrder(a, b *corev1.Pod) int {
 	if ra, rb := rank[a.Status.Phase], rank[b.Status.Phase]; ra != rb {
 		return ra - rb
 	}
-	if ready(a) != ready(b) {
-		if !ready(a) {
+	if podutil.IsReady(a) != podutil.IsReady(b) {
+		if !podutil.IsReady(a) {
 			return -1
 		}
 		return 1

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -19,6 +18,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // Controller empties and finalizes namespaces that are being deleted.
@@ -27,8 +28,8 @@ type Controller struct {
 	dynamic   dynamic.Interface
 	discovery discovery.DiscoveryInterface
 	lister    corelisters.NamespaceLister
-	synced    cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
+	loop      *loop.Loop[string]
 	log       *slog.Logger
 	// recheck is how soon a namespace whose content is still going away
 	// (pods terminating gracefully, finalizers) is looked at again.
@@ -40,52 +41,31 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	inf := factory.Core().V1().Namespaces()
 	c := &Controller{
 		client: client, dynamic: dyn, discovery: client.Discovery(),
-		lister: inf.Lister(), synced: inf.Informer().HasSynced,
-		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"}),
+		lister:  inf.Lister(),
+		queue:   loop.NewQueue[string]("namespace", nil),
 		log:     log.With("controller", "namespace"),
 		recheck: 2 * time.Second,
 	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
+	c.loop = &loop.Loop[string]{
+		Queue: c.queue, ReconcileAfter: c.reconcileAfter,
+		Synced: []cache.InformerSynced{inf.Informer().HasSynced},
+		Logger: c.log, KeyAttr: "namespace",
 	}
-	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
-	})
+	_, _ = inf.Informer().AddEventHandler(loop.KeyHandler(c.queue))
 	return c
 }
 
 // Start runs workers until ctx ends.
-func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return ctx.Err()
-	}
-	go wait.UntilWithContext(ctx, c.work, time.Second)
-	<-ctx.Done()
-	return nil
-}
+func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
-func (c *Controller) work(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		requeue, err := c.Reconcile(ctx, key)
-		switch {
-		case err != nil:
-			c.log.Warn("reconcile failed", "namespace", key, "err", err)
-			c.queue.AddRateLimited(key)
-		case requeue:
-			c.queue.Forget(key)
-			c.queue.AddAfter(key, c.recheck)
-		default:
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
+// reconcileAfter looks at a namespace again after recheck while its
+// content is still going away.
+func (c *Controller) reconcileAfter(ctx context.Context, name string) (time.Duration, error) {
+	again, err := c.Reconcile(ctx, name)
+	if again {
+		return c.recheck, err
 	}
+	return 0, err
 }
 
 // Reconcile moves one namespace toward deletion. It reports whether

@@ -1,26 +1,26 @@
 package nodeipam
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // Defaults, as in Kubernetes' kube-controller-manager and flannel.
@@ -45,28 +45,21 @@ type Config struct {
 }
 
 func (c *Config) complete() error {
-	if c.ClusterCIDR == "" {
-		c.ClusterCIDR = DefaultClusterCIDR
-	}
-	if c.NodeMaskSize == 0 {
-		c.NodeMaskSize = DefaultNodeMaskSize
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.ClusterCIDR = cmp.Or(c.ClusterCIDR, DefaultClusterCIDR)
+	c.NodeMaskSize = cmp.Or(c.NodeMaskSize, DefaultNodeMaskSize)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return nil
 }
 
 // Controller gives every Node a pod CIDR of its own.
 type Controller struct {
-	client      kubernetes.Interface
-	lister      corelisters.NodeLister
-	synced      cache.InformerSynced
-	queue       workqueue.TypedRateLimitingInterface[string]
-	alloc       *allocator
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
-	log         *slog.Logger
+	client   kubernetes.Interface
+	lister   corelisters.NodeLister
+	queue    workqueue.TypedRateLimitingInterface[string]
+	loop     *loop.Loop[string]
+	alloc    *allocator
+	recorder record.EventRecorder
+	log      *slog.Logger
 }
 
 // New validates cfg and wires the controller to factory's Node informer.
@@ -86,22 +79,22 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	inf := factory.Core().V1().Nodes()
 	broadcaster := record.NewBroadcaster()
 	c := &Controller{
-		client: client, lister: inf.Lister(), synced: inf.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodeipam"}),
-		alloc:       alloc,
-		broadcaster: broadcaster,
-		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nodeipam-controller"}),
-		log:         cfg.Logger.With("controller", "nodeipam", "clusterCIDR", cluster.String()),
+		client: client, lister: inf.Lister(),
+		queue:    loop.NewQueue[string]("nodeipam", nil),
+		alloc:    alloc,
+		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nodeipam-controller"}),
+		log:      cfg.Logger.With("controller", "nodeipam", "clusterCIDR", cluster.String()),
 	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
+	c.loop = &loop.Loop[string]{
+		// One worker: allocation decisions are serialized, and a node's
+		// update is written before the next node is looked at.
+		Queue: c.queue, Reconcile: c.Reconcile, Workers: 1,
+		Synced:      []cache.InformerSynced{inf.Informer().HasSynced},
+		Broadcaster: broadcaster, Events: client.CoreV1().Events(""),
+		Ready:  func(context.Context) error { return c.rebuild() },
+		Logger: c.log, KeyAttr: "node",
 	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
-	}); err != nil {
+	if _, err := inf.Informer().AddEventHandler(loop.KeyHandler(c.queue)); err != nil {
 		return nil, fmt.Errorf("nodeipam: node handler: %w", err)
 	}
 	return c, nil
@@ -109,22 +102,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 
 // Start rebuilds the allocation map from the nodes' pod CIDRs, then
 // assigns CIDRs until ctx ends.
-func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-	defer c.broadcaster.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return ctx.Err()
-	}
-	if err := c.rebuild(); err != nil {
-		return err
-	}
-	// One worker: allocation decisions are serialized, and a node's
-	// update is written before the next node is looked at.
-	go wait.UntilWithContext(ctx, c.work, time.Second)
-	<-ctx.Done()
-	return nil
-}
+func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 // rebuild reserves every pod CIDR the nodes already have.
 func (c *Controller) rebuild() error {
@@ -143,22 +121,6 @@ func (c *Controller) rebuild() error {
 	}
 	c.log.Info("pod CIDRs in use", "count", c.alloc.used())
 	return nil
-}
-
-func (c *Controller) work(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.Reconcile(ctx, key); err != nil {
-			c.log.Warn("reconcile failed", "node", key, "err", err)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
 }
 
 // indexOf is the subnet the node's spec.podCIDR names, if it is one of

@@ -1,6 +1,7 @@
 package nodelifecycle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,13 +18,14 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // Defaults, as in Kubernetes' kube-controller-manager.
@@ -61,39 +63,28 @@ func (c *Config) complete() error {
 	if c.NodeMonitorPeriod < 0 || c.NodeMonitorGracePeriod < 0 || c.NodeStartupGracePeriod < 0 {
 		return errors.New("nodelifecycle: negative period")
 	}
-	if c.NodeMonitorPeriod == 0 {
-		c.NodeMonitorPeriod = DefaultNodeMonitorPeriod
-	}
-	if c.NodeMonitorGracePeriod == 0 {
-		c.NodeMonitorGracePeriod = DefaultNodeMonitorGracePeriod
-	}
-	if c.NodeStartupGracePeriod == 0 {
-		c.NodeStartupGracePeriod = DefaultNodeStartupGracePeriod
-	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.NodeMonitorPeriod = cmp.Or(c.NodeMonitorPeriod, DefaultNodeMonitorPeriod)
+	c.NodeMonitorGracePeriod = cmp.Or(c.NodeMonitorGracePeriod, DefaultNodeMonitorGracePeriod)
+	c.NodeStartupGracePeriod = cmp.Or(c.NodeStartupGracePeriod, DefaultNodeStartupGracePeriod)
+	c.Clock = cmp.Or[clock.WithTicker](c.Clock, clock.RealClock{})
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return nil
 }
 
 // Controller watches node health, taints nodes and evicts pods.
 type Controller struct {
-	cfg         Config
-	client      kubernetes.Interface
-	nodes       corelisters.NodeLister
-	leases      coordlisters.LeaseLister
-	pods        corelisters.PodLister
-	podIndex    cache.Indexer
-	synced      []cache.InformerSynced
-	nodeQueue   workqueue.TypedRateLimitingInterface[string]
-	podQueue    workqueue.TypedRateLimitingInterface[string]
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
-	clock       clock.WithTicker
-	log         *slog.Logger
+	cfg       Config
+	client    kubernetes.Interface
+	nodes     corelisters.NodeLister
+	leases    coordlisters.LeaseLister
+	pods      corelisters.PodLister
+	podIndex  cache.Indexer
+	nodeQueue workqueue.TypedRateLimitingInterface[string]
+	podQueue  workqueue.TypedRateLimitingInterface[string]
+	loop      *loop.Loop[string]
+	recorder  record.EventRecorder
+	clock     clock.WithTicker
+	log       *slog.Logger
 
 	mu sync.Mutex
 	// health is what was last seen of each node's heartbeats.
@@ -128,23 +119,28 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	}}); err != nil {
 		return nil, fmt.Errorf("nodelifecycle: pod index: %w", err)
 	}
-	queue := func(name string) workqueue.TypedRateLimitingInterface[string] {
-		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: cfg.Clock})
-	}
 	broadcaster := record.NewBroadcaster()
 	c := &Controller{
 		cfg: cfg, client: client,
 		nodes: nodeInf.Lister(), leases: leaseInf.Lister(), pods: podInf.Lister(), podIndex: podInf.Informer().GetIndexer(),
-		synced:      []cache.InformerSynced{nodeInf.Informer().HasSynced, leaseInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		nodeQueue:   queue("nodelifecycle"),
-		podQueue:    queue("nodelifecycle_eviction"),
-		broadcaster: broadcaster,
-		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "node-controller"}),
-		clock:       cfg.Clock,
-		log:         cfg.Logger.With("controller", "nodelifecycle"),
-		health:      map[string]*nodeHealth{},
-		evictions:   map[string]time.Time{},
+		nodeQueue: loop.NewQueue[string]("nodelifecycle", cfg.Clock),
+		podQueue:  loop.NewQueue[string]("nodelifecycle_eviction", cfg.Clock),
+		recorder:  broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "node-controller"}),
+		clock:     cfg.Clock,
+		log:       cfg.Logger.With("controller", "nodelifecycle"),
+		health:    map[string]*nodeHealth{},
+		evictions: map[string]time.Time{},
+	}
+	evictions := &loop.Loop[string]{
+		Queue: c.podQueue, ReconcileAfter: c.ReconcilePod, Workers: 2,
+		Logger: c.log.With("queue", "nodelifecycle_eviction"), KeyAttr: "pod",
+	}
+	c.loop = &loop.Loop[string]{
+		Queue: c.nodeQueue, Reconcile: c.Reconcile,
+		Synced:      []cache.InformerSynced{nodeInf.Informer().HasSynced, leaseInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		Broadcaster: broadcaster, Events: client.CoreV1().Events(""),
+		Also:   []func(context.Context){evictions.Work, c.monitor},
+		Logger: c.log, KeyAttr: "node",
 	}
 	onNode := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -170,14 +166,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	}); err != nil {
 		return nil, fmt.Errorf("nodelifecycle: lease handler: %w", err)
 	}
-	onPod := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.podQueue.Add(key)
-		}
-	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onPod, UpdateFunc: func(_, obj any) { onPod(obj) }, DeleteFunc: onPod,
-	}); err != nil {
+	if _, err := podInf.Informer().AddEventHandler(loop.KeyHandler(c.podQueue)); err != nil {
 		return nil, fmt.Errorf("nodelifecycle: pod handler: %w", err)
 	}
 	return c, nil
@@ -186,20 +175,15 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 // Start checks node health every NodeMonitorPeriod and evicts pods until
 // ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	defer c.nodeQueue.ShutDown()
 	defer c.podQueue.ShutDown()
-	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-	defer c.broadcaster.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return ctx.Err()
-	}
-	go wait.UntilWithContext(ctx, c.nodeWorker, time.Second)
-	for i := 0; i < 2; i++ {
-		go wait.UntilWithContext(ctx, c.podWorker, time.Second)
-	}
-	// Time passing is what makes a node unhealthy: look at every node
-	// again each period, events or not.
-	go wait.UntilWithContext(ctx, func(context.Context) {
+	return c.loop.Run(ctx)
+}
+
+// monitor queues every node each NodeMonitorPeriod until ctx ends: time
+// passing is what makes a node unhealthy, so each is looked at again,
+// events or not.
+func (c *Controller) monitor(ctx context.Context) {
+	wait.UntilWithContext(ctx, func(context.Context) {
 		nodes, err := c.nodes.List(labels.Everything())
 		if err != nil {
 			return
@@ -208,45 +192,6 @@ func (c *Controller) Start(ctx context.Context) error {
 			c.nodeQueue.Add(n.Name)
 		}
 	}, c.cfg.NodeMonitorPeriod)
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) nodeWorker(ctx context.Context) {
-	for {
-		name, quit := c.nodeQueue.Get()
-		if quit {
-			return
-		}
-		if err := c.Reconcile(ctx, name); err != nil {
-			c.log.Warn("reconcile node failed", "node", name, "err", err)
-			c.nodeQueue.AddRateLimited(name)
-		} else {
-			c.nodeQueue.Forget(name)
-		}
-		c.nodeQueue.Done(name)
-	}
-}
-
-func (c *Controller) podWorker(ctx context.Context) {
-	for {
-		key, quit := c.podQueue.Get()
-		if quit {
-			return
-		}
-		after, err := c.ReconcilePod(ctx, key)
-		switch {
-		case err != nil:
-			c.log.Warn("reconcile pod eviction failed", "pod", key, "err", err)
-			c.podQueue.AddRateLimited(key)
-		case after > 0:
-			c.podQueue.Forget(key)
-			c.podQueue.AddAfter(key, after)
-		default:
-			c.podQueue.Forget(key)
-		}
-		c.podQueue.Done(key)
-	}
 }
 
 func (c *Controller) enqueuePods(node string) {

@@ -1,6 +1,7 @@
 package podautoscaler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,13 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/restmapper"
@@ -32,6 +31,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // Defaults, as in Kubernetes' kube-controller-manager flags
@@ -97,30 +98,14 @@ func (c *Config) complete(client kubernetes.Interface) error {
 	if c.Tolerance < 0 || c.SyncPeriod < 0 || c.DownscaleStabilization < 0 || c.Workers < 0 {
 		return errors.New("podautoscaler: negative tolerance, period or worker count")
 	}
-	if c.SyncPeriod == 0 {
-		c.SyncPeriod = DefaultSyncPeriod
-	}
-	if c.Tolerance == 0 {
-		c.Tolerance = DefaultTolerance
-	}
-	if c.DownscaleStabilization == 0 {
-		c.DownscaleStabilization = DefaultDownscaleStabilizationWindow
-	}
-	if c.CPUInitializationPeriod == 0 {
-		c.CPUInitializationPeriod = DefaultCPUInitializationPeriod
-	}
-	if c.InitialReadinessDelay == 0 {
-		c.InitialReadinessDelay = DefaultInitialReadinessDelay
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.SyncPeriod = cmp.Or(c.SyncPeriod, DefaultSyncPeriod)
+	c.Tolerance = cmp.Or(c.Tolerance, DefaultTolerance)
+	c.DownscaleStabilization = cmp.Or(c.DownscaleStabilization, DefaultDownscaleStabilizationWindow)
+	c.CPUInitializationPeriod = cmp.Or(c.CPUInitializationPeriod, DefaultCPUInitializationPeriod)
+	c.InitialReadinessDelay = cmp.Or(c.InitialReadinessDelay, DefaultInitialReadinessDelay)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.Clock = cmp.Or[clock.Clock](c.Clock, clock.RealClock{})
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Mapper == nil {
 		c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
 	}
@@ -133,15 +118,14 @@ func (c *Config) complete(client kubernetes.Interface) error {
 
 // Controller scales the targets of HorizontalPodAutoscalers.
 type Controller struct {
-	client      kubernetes.Interface
-	hpas        autoscalinglisters.HorizontalPodAutoscalerLister
-	pods        corelisters.PodLister
-	synced      []cache.InformerSynced
-	queue       workqueue.TypedRateLimitingInterface[string]
-	cfg         Config
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
-	log         *slog.Logger
+	client   kubernetes.Interface
+	hpas     autoscalinglisters.HorizontalPodAutoscalerLister
+	pods     corelisters.PodLister
+	queue    workqueue.TypedRateLimitingInterface[string]
+	loop     *loop.Loop[string]
+	cfg      Config
+	recorder record.EventRecorder
+	log      *slog.Logger
 
 	mu        sync.Mutex
 	histories map[string]*history // by HPA key
@@ -155,40 +139,33 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	}
 	hpaInf := factory.Autoscaling().V2().HorizontalPodAutoscalers()
 	podInf := factory.Core().V1().Pods()
-	queueCfg := workqueue.TypedRateLimitingQueueConfig[string]{Name: "horizontalpodautoscaler"}
-	if ck, ok := cfg.Clock.(clock.WithTicker); ok {
-		queueCfg.Clock = ck
-	}
+	queueClock, _ := cfg.Clock.(clock.WithTicker)
 	broadcaster := record.NewBroadcaster()
 	c := &Controller{
 		client: client, hpas: hpaInf.Lister(), pods: podInf.Lister(),
-		synced: []cache.InformerSynced{hpaInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](), queueCfg),
-		cfg:         cfg,
-		broadcaster: broadcaster,
-		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "horizontal-pod-autoscaler"}),
-		log:         cfg.Logger.With("controller", "horizontalpodautoscaler"),
-		histories:   map[string]*history{},
+		queue:     loop.NewQueue[string]("horizontalpodautoscaler", queueClock),
+		cfg:       cfg,
+		recorder:  broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "horizontal-pod-autoscaler"}),
+		log:       cfg.Logger.With("controller", "horizontalpodautoscaler"),
+		histories: map[string]*history{},
 	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
+	c.loop = &loop.Loop[string]{
+		Queue: c.queue, ReconcileAfter: c.evaluate, Workers: cfg.Workers,
+		Synced:      []cache.InformerSynced{hpaInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		Broadcaster: broadcaster, Events: client.CoreV1().Events(""),
+		Logger: c.log, KeyAttr: "hpa", Quiet: apierrors.IsConflict,
+	}
+	handler := loop.KeyHandler(c.queue)
+	// Our own status writes come back as updates: only a new spec
+	// (generation) is worth an evaluation before the next period.
+	handler.UpdateFunc = func(old, cur any) {
+		o, ok1 := old.(*autoscalingv2.HorizontalPodAutoscaler)
+		n, ok2 := cur.(*autoscalingv2.HorizontalPodAutoscaler)
+		if !ok1 || !ok2 || o.Generation != n.Generation || !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) {
+			loop.Enqueue(c.queue, cur)
 		}
 	}
-	if _, err := hpaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue,
-		// Our own status writes come back as updates: only a new spec
-		// (generation) is worth an evaluation before the next period.
-		UpdateFunc: func(old, cur any) {
-			o, ok1 := old.(*autoscalingv2.HorizontalPodAutoscaler)
-			n, ok2 := cur.(*autoscalingv2.HorizontalPodAutoscaler)
-			if !ok1 || !ok2 || o.Generation != n.Generation || !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) {
-				enqueue(cur)
-			}
-		},
-		DeleteFunc: enqueue,
-	}); err != nil {
+	if _, err := hpaInf.Informer().AddEventHandler(handler); err != nil {
 		return nil, fmt.Errorf("podautoscaler: hpa handler: %w", err)
 	}
 	return c, nil
@@ -196,49 +173,27 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 
 // Start evaluates every HPA once per sync period, and at once when its
 // spec changes, until ctx ends.
-func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-	defer c.broadcaster.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return ctx.Err()
-	}
-	c.log.Info("started", "syncPeriod", c.cfg.SyncPeriod, "workers", c.cfg.Workers)
-	for range c.cfg.Workers {
-		go wait.UntilWithContext(ctx, c.work, time.Second)
-	}
-	<-ctx.Done()
-	return nil
-}
+func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
-func (c *Controller) work(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		err := c.Reconcile(ctx, key)
-		switch {
-		case apierrors.IsConflict(err):
-			// Our copy was stale: look again soon.
-			c.log.Debug("conflict, retrying", "hpa", key, "err", err)
-			c.queue.AddRateLimited(key)
-		default:
-			if err != nil {
-				c.log.Warn("reconcile failed", "hpa", key, "err", err)
-			}
-			// Like Kubernetes, a failing HPA is retried at its period, not
-			// faster: the cause (no metrics yet, a missing target) rarely
-			// heals within milliseconds.
-			c.queue.Forget(key)
-			if ns, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
-				if _, err := c.hpas.HorizontalPodAutoscalers(ns).Get(name); err == nil {
-					c.queue.AddAfter(key, c.cfg.SyncPeriod)
-				}
-			}
-		}
-		c.queue.Done(key)
+// evaluate reconciles one HPA and says when to evaluate it again: at its
+// next period while it exists. Only a conflict (our copy was stale) is
+// retried sooner, with back-off; like Kubernetes, a failing HPA is
+// retried at its period, since the cause (no metrics yet, a missing
+// target) rarely heals within milliseconds.
+func (c *Controller) evaluate(ctx context.Context, key string) (time.Duration, error) {
+	err := c.Reconcile(ctx, key)
+	if apierrors.IsConflict(err) {
+		return 0, err
 	}
+	if err != nil {
+		c.log.Warn("reconcile failed", "hpa", key, "err", err)
+	}
+	if ns, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
+		if _, err := c.hpas.HorizontalPodAutoscalers(ns).Get(name); err == nil {
+			return c.cfg.SyncPeriod, nil
+		}
+	}
+	return 0, nil
 }
 
 // Reconcile evaluates one HPA: it reads the target's scale and the pods'

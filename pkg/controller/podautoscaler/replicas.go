@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
 
 // This file is the replica count rule of Kubernetes' HPA for resource
@@ -78,7 +82,7 @@ func groupPods(pods []*corev1.Pod, usage map[string]PodUsage, res corev1.Resourc
 // sample is only trusted once it is ready and has been measured over a
 // whole window since.
 func cpuUnready(pod *corev1.Pod, sample PodUsage, now time.Time, r readiness) bool {
-	cond := readyCondition(pod)
+	cond := podutil.ReadyCondition(pod)
 	if cond == nil || pod.Status.StartTime == nil {
 		return true
 	}
@@ -89,15 +93,6 @@ func cpuUnready(pod *corev1.Pod, sample PodUsage, now time.Time, r readiness) bo
 	return cond.Status != corev1.ConditionTrue && start.Add(r.initialReadinessDelay).After(cond.LastTransitionTime.Time)
 }
 
-func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // podRequests is each pod's request for res, in milli-units: the named
 // container's, or the sum over its containers (sidecars included) when
 // container is empty, or the pod-level request when the pod sets one. A
@@ -105,6 +100,8 @@ func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
 // percentage of the request.
 func podRequests(pods []*corev1.Pod, res corev1.ResourceName, container string) (map[string]int64, error) {
 	requests := make(map[string]int64, len(pods))
+	// By name, so the pod an error names does not depend on cache order.
+	pods = slices.SortedFunc(slices.Values(pods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	for _, pod := range pods {
 		if container == "" && pod.Spec.Resources != nil {
 			if q, ok := pod.Spec.Resources.Requests[res]; ok {

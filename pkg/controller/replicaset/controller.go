@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,17 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/controller/controllerref"
+	"github.com/minik8s/minik8s/pkg/controller/loop"
+	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
 
 // Defaults, as in Kubernetes' kube-controller-manager
@@ -67,18 +70,10 @@ func (c *Config) complete() error {
 	if c.Workers < 0 || c.BurstReplicas < 0 {
 		return fmt.Errorf("replicaset: workers (%d) and burst replicas (%d) must not be negative", c.Workers, c.BurstReplicas)
 	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.BurstReplicas == 0 {
-		c.BurstReplicas = DefaultBurstReplicas
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
-	}
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.BurstReplicas = cmp.Or(c.BurstReplicas, DefaultBurstReplicas)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock = cmp.Or[clock.PassiveClock](c.Clock, clock.RealClock{})
 	return nil
 }
 
@@ -87,13 +82,11 @@ type Controller struct {
 	client       kubernetes.Interface
 	rsLister     appslisters.ReplicaSetLister
 	podLister    corelisters.PodLister
-	synced       []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
+	loop         *loop.Loop[string]
 	expectations *expectations
-	broadcaster  record.EventBroadcaster // nil with Config.Recorder
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
-	workers      int
 	burst        int
 	log          *slog.Logger
 }
@@ -107,19 +100,22 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	rsInf, podInf := factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
 	c := &Controller{
 		client: client, rsLister: rsInf.Lister(), podLister: podInf.Lister(),
-		synced: []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "replicaset"}),
+		queue:        loop.NewQueue[string]("replicaset", nil),
 		expectations: newExpectations(cfg.Clock),
 		recorder:     cfg.Recorder,
 		clock:        cfg.Clock,
-		workers:      cfg.Workers,
 		burst:        cfg.BurstReplicas,
 		log:          cfg.Logger.With("controller", "replicaset"),
 	}
+	c.loop = &loop.Loop[string]{
+		Queue: c.queue, Reconcile: c.Reconcile, Workers: cfg.Workers,
+		Synced: []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		Events: client.CoreV1().Events(""),
+		Logger: c.log, KeyAttr: "replicaset", Quiet: apierrors.IsConflict,
+	}
 	if c.recorder == nil {
-		c.broadcaster = record.NewBroadcaster()
-		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "replicaset-controller"})
+		c.loop.Broadcaster = record.NewBroadcaster()
+		c.recorder = c.loop.Broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "replicaset-controller"})
 	}
 	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -137,50 +133,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 }
 
 // Start syncs ReplicaSets with Config.Workers workers until ctx ends.
-func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	if c.broadcaster != nil {
-		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-		defer c.broadcaster.Shutdown()
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return ctx.Err()
-	}
-	c.log.Info("started", "workers", c.workers)
-	for range c.workers {
-		go wait.UntilWithContext(ctx, c.work, time.Second)
-	}
-	<-ctx.Done()
-	return nil
-}
+func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
-func (c *Controller) work(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.Reconcile(ctx, key); err != nil {
-			if apierrors.IsConflict(err) {
-				// Our cache was behind a write (often our own): look
-				// again once it has caught up.
-				c.log.Debug("sync conflict", "replicaset", key, "err", err)
-			} else {
-				c.log.Warn("sync failed", "replicaset", key, "err", err)
-			}
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
+func (c *Controller) enqueue(obj any) { loop.Enqueue(c.queue, obj) }
 
 func (c *Controller) enqueueAfter(rs *appsv1.ReplicaSet, d time.Duration) {
 	if key, err := cache.MetaNamespaceKeyFunc(rs); err == nil {
@@ -202,14 +157,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 // resolve is the ReplicaSet a controller reference in namespace ns
 // names, if it still exists with that UID.
 func (c *Controller) resolve(ns string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	rs, err := c.rsLister.ReplicaSets(ns).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
-	return rs
+	return controllerref.Resolve(ref, controllerKind.Kind, c.rsLister.ReplicaSets(ns).Get)
 }
 
 // enqueueMatching queues every ReplicaSet whose selector matches an
@@ -272,7 +220,7 @@ func (c *Controller) updatePod(old, cur any) {
 			return
 		}
 		c.enqueue(rs)
-		if !isPodReady(oldPod) && isPodReady(curPod) && rs.Spec.MinReadySeconds > 0 {
+		if !podutil.IsReady(oldPod) && podutil.IsReady(curPod) && rs.Spec.MinReadySeconds > 0 {
 			// Available only after minReadySeconds: look again then
 			// (plus a second, as Kubernetes does, to be past the edge).
 			c.enqueueAfter(rs, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
@@ -285,15 +233,9 @@ func (c *Controller) updatePod(old, cur any) {
 }
 
 func (c *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := loop.As[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	rs := c.resolve(pod.Namespace, metav1.GetControllerOf(pod))
 	if rs == nil {

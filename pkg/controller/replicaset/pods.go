@@ -7,40 +7,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
 
 // AnnotationPodDeletionCost ranks a ReplicaSet's pods for scale-down:
 // lower cost goes first (Kubernetes' PodDeletionCost).
 const AnnotationPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 
-// isPodActive: the pod counts toward replicas (it is not done and not
-// on its way out).
-func isPodActive(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
-}
-
-// isPodTerminating: the pod is on its way out but still running.
-func isPodTerminating(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp != nil
-}
-
-func readyCondition(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodReady {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func isPodReady(p *corev1.Pod) bool {
-	c := readyCondition(p)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
 // isPodAvailable: ready for at least minReadySeconds.
 func isPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	c := readyCondition(p)
+	c := podutil.ReadyCondition(p)
 	if c == nil || c.Status != corev1.ConditionTrue {
 		return false
 	}
@@ -52,7 +29,7 @@ func isPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 
 // readySince is when the pod became ready; zero when it is not.
 func readySince(p *corev1.Pod) time.Time {
-	if c := readyCondition(p); c != nil && c.Status == corev1.ConditionTrue {
+	if c := podutil.ReadyCondition(p); c != nil && c.Status == corev1.ConditionTrue {
 		return c.LastTransitionTime.Time
 	}
 	return time.Time{}
@@ -105,7 +82,7 @@ func podsToDelete(pods, related []*corev1.Pod, n int, now time.Time) []*corev1.P
 	}
 	onNode := map[string]int{}
 	for _, p := range related {
-		if isPodActive(p) {
+		if podutil.IsActive(p) {
 			onNode[p.Spec.NodeName]++
 		}
 	}
@@ -125,7 +102,7 @@ func deleteBefore(a, b *corev1.Pod, onNode map[string]int, now time.Time) bool {
 	if pa, pb := phaseOrder[a.Status.Phase], phaseOrder[b.Status.Phase]; pa != pb {
 		return pa < pb
 	}
-	ra, rb := isPodReady(a), isPodReady(b)
+	ra, rb := podutil.IsReady(a), podutil.IsReady(b)
 	if ra != rb {
 		return !ra
 	}

@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/controllerref"
+	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
 
 // statusUpdateRetries is how many times a failed status write is retried
@@ -57,9 +60,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	var terminating int32
 	for _, p := range all {
 		switch {
-		case isPodActive(p):
+		case podutil.IsActive(p):
 			active = append(active, p)
-		case isPodTerminating(p) && metav1.IsControlledBy(p, rs):
+		case podutil.IsTerminating(p) && metav1.IsControlledBy(p, rs):
 			terminating++
 		}
 	}
@@ -97,25 +100,9 @@ func replicasOf(rs *appsv1.ReplicaSet) int32 {
 // orphans its selector matches and releasing its pods it no longer
 // matches.
 func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
-	// Adoption is checked once against the live ReplicaSet, not the
-	// cache: a ReplicaSet deleted (or replaced by another of the same
-	// name) a moment ago must not adopt anything.
-	var once sync.Once
-	var adoptErr error
-	canAdopt := func() error {
-		once.Do(func() {
-			fresh, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
-			switch {
-			case err != nil:
-				adoptErr = fmt.Errorf("recheck replicaset %s/%s before adoption: %w", rs.Namespace, rs.Name, err)
-			case fresh.UID != rs.UID:
-				adoptErr = fmt.Errorf("replicaset %s/%s is gone: got uid %s, want %s", rs.Namespace, rs.Name, fresh.UID, rs.UID)
-			case fresh.DeletionTimestamp != nil:
-				adoptErr = fmt.Errorf("replicaset %s/%s is being deleted", rs.Namespace, rs.Name)
-			}
-		})
-		return adoptErr
-	}
+	canAdopt := controllerref.AdoptionCheck("replicaset", rs, func() (metav1.Object, error) {
+		return c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+	})
 
 	var claimed []*corev1.Pod
 	var errs []error
@@ -336,7 +323,7 @@ func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
 	}
 	var related []*corev1.Pod
 	for _, p := range pods {
-		if ref := metav1.GetControllerOf(p); ref != nil && uids[ref.UID] && isPodActive(p) {
+		if ref := metav1.GetControllerOf(p); ref != nil && uids[ref.UID] && podutil.IsActive(p) {
 			related = append(related, p)
 		}
 	}
@@ -353,7 +340,7 @@ func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, terminating int3
 		if templateLabels.Matches(labels.Set(p.Labels)) {
 			fullyLabeled++
 		}
-		if isPodReady(p) {
+		if podutil.IsReady(p) {
 			ready++
 			if isPodAvailable(p, rs.Spec.MinReadySeconds, now) {
 				available++

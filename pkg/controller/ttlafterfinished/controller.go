@@ -1,6 +1,7 @@
 package ttlafterfinished
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -10,13 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // DefaultWorkers is kube-controller-manager's --concurrent-ttl-after-finished-syncs.
@@ -33,18 +35,12 @@ type Config struct {
 }
 
 func (c *Config) complete() error {
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
 	if c.Workers < 0 {
 		return fmt.Errorf("ttlafterfinished: workers %d: want at least 1", c.Workers)
 	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Clock = cmp.Or[clock.WithTicker](c.Clock, clock.RealClock{})
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return nil
 }
 
@@ -53,8 +49,8 @@ type Controller struct {
 	cfg    Config
 	client kubernetes.Interface
 	jobs   batchlisters.JobLister
-	synced cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string]
+	loop   *loop.Loop[string]
 	clock  clock.WithTicker
 	log    *slog.Logger
 }
@@ -67,17 +63,19 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	}
 	inf := factory.Batch().V1().Jobs()
 	c := &Controller{
-		cfg: cfg, client: client, jobs: inf.Lister(), synced: inf.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "ttl_jobs_to_delete", Clock: cfg.Clock}),
+		cfg: cfg, client: client, jobs: inf.Lister(),
+		queue: loop.NewQueue[string]("ttl_jobs_to_delete", cfg.Clock),
 		clock: cfg.Clock,
 		log:   cfg.Logger.With("controller", "ttlafterfinished"),
 	}
+	c.loop = &loop.Loop[string]{
+		Queue: c.queue, ReconcileAfter: c.Reconcile, Workers: cfg.Workers,
+		Synced: []cache.InformerSynced{inf.Informer().HasSynced},
+		Logger: c.log, KeyAttr: "job",
+	}
 	enqueue := func(obj any) {
 		if job, ok := obj.(*batchv1.Job); ok && needsCleanup(job) {
-			if key, err := cache.MetaNamespaceKeyFunc(job); err == nil {
-				c.queue.Add(key)
-			}
+			loop.Enqueue(c.queue, job)
 		}
 	}
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -89,38 +87,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 }
 
 // Start runs the workers until ctx ends.
-func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return ctx.Err()
-	}
-	for range c.cfg.Workers {
-		go wait.UntilWithContext(ctx, c.work, time.Second)
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) work(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		wait, err := c.Reconcile(ctx, key)
-		switch {
-		case err != nil:
-			c.log.Warn("cleanup failed", "job", key, "err", err)
-			c.queue.AddRateLimited(key)
-		case wait > 0:
-			c.queue.Forget(key)
-			c.queue.AddAfter(key, wait)
-		default:
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
-}
+func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 // Reconcile deletes the Job if its TTL is up, or says how long until it
 // is.

@@ -1,0 +1,15 @@
+// Package loop is the run loop the controllers share: a rate-limited work
+// queue of keys drained by a pool of workers into the controller's
+// Reconcile, started once the informer caches have synced, with the
+// controller's Events recorded to the API while it runs.
+//
+// It owns the mechanics around a Reconcile: waiting for the caches,
+// starting and stopping the workers and the event broadcaster, requeueing
+// a failed key with back-off (Forget on success), logging failures, and
+// shutting the queue down when the loop ends. It also has the helpers
+// that feed a queue from informer events by namespace/name key.
+//
+// It knows nothing of any resource: what a key names, what a Reconcile
+// does, and which events enqueue which keys stay with each controller. It
+// must not import a controller package.
+package loop

@@ -1,0 +1,7 @@
+// Package podutil answers the questions about a Pod that several
+// controllers ask alike: is it ready, still active, on its way out, or
+// finished.
+//
+// It only reads Pods: it writes nothing and must not import a controller
+// package.
+package podutil
