@@ -28,6 +28,8 @@ import (
 	"github.com/minik8s/minik8s/pkg/controller/certificates"
 	"github.com/minik8s/minik8s/pkg/controller/cronjob"
 	"github.com/minik8s/minik8s/pkg/controller/deployment"
+	"github.com/minik8s/minik8s/pkg/controller/endpoints"
+	"github.com/minik8s/minik8s/pkg/controller/endpointslice"
 	"github.com/minik8s/minik8s/pkg/controller/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/controller/job"
 	"github.com/minik8s/minik8s/pkg/controller/namespace"
@@ -119,6 +121,12 @@ var controllers = []struct {
 		cfg := deployment.DefaultConfig()
 		cfg.Logger = b.log
 		return startOf(deployment.New(b.client, b.factory, cfg))
+	}},
+	{"endpoint", func(b *buildContext) (startFunc, error) {
+		return startOf(endpoints.New(b.client, b.factory, endpoints.Config{Logger: b.log}))
+	}},
+	{"endpointslice", func(b *buildContext) (startFunc, error) {
+		return startOf(endpointslice.New(b.client, b.factory, endpointslice.Config{Logger: b.log}))
 	}},
 	{"job", func(b *buildContext) (startFunc, error) {
 		return startOf(job.New(b.client, b.factory, job.Config{Logger: b.log}))
