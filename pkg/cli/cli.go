@@ -23,7 +23,7 @@ func Run(ctx context.Context, args []string) error {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serverCommand(), upCommand(), agentCommand(), tokenCommand(), imageCommand(), schedulerCommand(), controllerManagerCommand(), kubectlCommand(), benchCommand(), versionCommand())
+	root.AddCommand(serverCommand(), upCommand(), agentCommand(), tokenCommand(), imageCommand(), schedulerCommand(), controllerManagerCommand(), kubectlCommand(), proxyCommand(), benchCommand(), versionCommand())
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
 }

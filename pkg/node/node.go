@@ -27,6 +27,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/kubelet/network"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime/daemon"
+	"github.com/minik8s/minik8s/pkg/proxy"
 )
 
 // Config describes one node.
@@ -43,6 +44,11 @@ type Config struct {
 	// ClusterCIDR and ServiceCIDR are blackholed / routed on the host so no
 	// cluster address ever leaks out of the machine.
 	ClusterCIDR, ServiceCIDR string
+	// ClusterDNS are the nameservers of dnsPolicy ClusterFirst pods (the
+	// kube-dns clusterIP, pkg/dns); empty: pods get the host's resolvers.
+	// ClusterDomain defaults to cluster.local.
+	ClusterDNS    []string
+	ClusterDomain string
 	// RootDir holds pods' volumes and logs (default /var/lib/minik8s/kubelet).
 	RootDir string
 	// KubeletAddress is where the kubelet serves logs and exec (default :10250).
@@ -117,6 +123,7 @@ func Run(ctx context.Context, cfg Config) error {
 	provider, err := local.New(local.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Runtime: rt, Client: client, Recorder: recorder, Capacity: cfg.Capacity,
 		RootDir: cfg.RootDir, HostNetNS: cfg.HostNetNS, Logger: log,
+		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
 		NewNetwork: func(podCIDR string) (network.Network, error) {
 			return network.New(network.Config{NodeName: cfg.NodeName, PodCIDR: podCIDR, ClusterCIDR: cfg.ClusterCIDR,
 				HostNetNS: cfg.HostNetNS, StateDir: stateDir, Logger: log})
@@ -141,6 +148,18 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	go syncRoutes(ctx, client, routes, log)
+	// The service proxy programs this node's namespace; a node without a
+	// usable nft still runs pods, only without Services.
+	if px, err := proxy.New(proxy.Config{Client: client, NodeName: cfg.NodeName, HostNetNS: cfg.HostNetNS,
+		ClusterCIDR: cfg.ClusterCIDR, Logger: log}); err != nil {
+		log.Warn("service proxy disabled", "err", err)
+	} else {
+		go func() {
+			if err := px.Start(ctx); err != nil {
+				log.Error("service proxy stopped", "err", err)
+			}
+		}()
+	}
 	return k.Start(ctx)
 }
 

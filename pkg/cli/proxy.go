@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/minik8s/minik8s/pkg/controlplane"
+	"github.com/minik8s/minik8s/pkg/proxy"
+)
+
+type proxyFlags struct {
+	kubeconfig  string
+	nodeName    string
+	netns       string
+	clusterCIDR string
+	cleanup     bool
+}
+
+func proxyCommand() *cobra.Command {
+	f := &proxyFlags{}
+	cmd := &cobra.Command{
+		Use:   "proxy",
+		Short: "Run the service proxy (nftables table ip " + proxy.TableName + "); minik8s up and agent already run one per node",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.cleanup {
+				return proxy.Cleanup(cmd.Context(), f.netns)
+			}
+			rc, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+			if err != nil {
+				return fmt.Errorf("kubeconfig: %w", err)
+			}
+			rc.UserAgent = "minik8s-proxy"
+			client, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return err
+			}
+			p, err := proxy.New(proxy.Config{
+				Client: client, NodeName: f.nodeName, HostNetNS: f.netns, ClusterCIDR: f.clusterCIDR,
+				Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+			})
+			if err != nil {
+				return err
+			}
+			return p.Start(cmd.Context())
+		},
+	}
+	host, _ := os.Hostname()
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
+	fl.StringVar(&f.nodeName, "node-name", host, "the node this proxy serves (for logs)")
+	fl.StringVar(&f.netns, "netns", "", "the node's network namespace (a path such as /run/netns/NAME); empty: this process's own")
+	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range; connections to Services from outside it are masqueraded")
+	fl.BoolVar(&f.cleanup, "cleanup", false, "delete the proxy's nftables table and exit")
+	return cmd
+}

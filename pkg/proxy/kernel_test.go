@@ -1,0 +1,133 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/minik8s/minik8s/pkg/kubelet/network"
+)
+
+// kernelProxier returns a Proxier on the real nft in a fresh network
+// namespace, or skips.
+func kernelProxier(tb testing.TB) (*Proxier, string) {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("needs root to create a network namespace and run nft")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		tb.Skip("needs nft (apt-get install nftables)")
+	}
+	name := fmt.Sprintf("mk8s-proxytest-%d", os.Getpid())
+	path, err := network.CreateNamedNetNS(network.DefaultNetNSDir, name)
+	if err != nil {
+		tb.Fatalf("create netns: %v", err)
+	}
+	tb.Cleanup(func() { _ = network.RemoveNamedNetNS(network.DefaultNetNSDir, name) })
+	p, err := New(Config{Client: fake.NewClientset(), HostNetNS: path, ClusterCIDR: "10.244.0.0/16"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p, path
+}
+
+// services makes n NodePort Services with eps ready endpoints each.
+func services(n, eps int) ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
+	var svcs []*corev1.Service
+	var slices []*discoveryv1.EndpointSlice
+	for i := range n {
+		name := fmt.Sprintf("svc%d", i)
+		svcs = append(svcs, service(name, fmt.Sprintf("10.96.%d.%d", i/250, i%250+1),
+			[]corev1.ServicePort{port("http", corev1.ProtocolTCP, 80, int32(30000+i))},
+			func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort }))
+		var ips []string
+		for j := range eps {
+			ips = append(ips, fmt.Sprintf("10.244.%d.%d", i%200, j+1+(i/200)*eps))
+		}
+		slices = append(slices, slice(name, ips, epPort("http", corev1.ProtocolTCP, 8080)))
+	}
+	return svcs, slices
+}
+
+// TestKernelSync programs the real kernel: the rules are accepted, a
+// second sync updates in place, a deleted Service leaves nothing, and
+// Cleanup removes the table.
+func TestKernelSync(t *testing.T) {
+	p, netns := kernelProxier(t)
+	ctx := context.Background()
+	svcs, eps := services(5, 3)
+	svcs[0].Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	svcs = append(svcs, service("empty", "10.96.9.9", []corev1.ServicePort{port("dns", corev1.ProtocolUDP, 53, 0)}))
+	if err := p.Sync(ctx, svcs, eps); err != nil {
+		t.Fatal(err)
+	}
+	list := func() string {
+		var out []byte
+		err := network.InNetNS(netns, func() (err error) {
+			out, err = exec.Command("nft", "list", "table", "ip", TableName).CombinedOutput()
+			return err
+		})
+		if err != nil {
+			return "error: " + err.Error() + ": " + string(out)
+		}
+		return string(out)
+	}
+	got := list()
+	for _, w := range []string{"dnat to 10.244.0.1:8080", "10.96.9.9 . udp . 53", "30000", "update @affinity-"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("table lacks %q:\n%s", w, got)
+		}
+	}
+	if err := p.Sync(ctx, svcs[1:], eps); err != nil {
+		t.Fatalf("second sync: %v", err)
+	}
+	if got := list(); strings.Contains(got, "10.96.0.1 ") || strings.Contains(got, "affinity-") || !strings.Contains(got, "10.96.0.2 ") {
+		t.Errorf("after deleting svc0:\n%s", got)
+	}
+	if err := Cleanup(ctx, netns); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); !strings.HasPrefix(got, "error:") {
+		t.Errorf("table still there after Cleanup:\n%s", got)
+	}
+	if err := Cleanup(ctx, netns); err != nil {
+		t.Errorf("Cleanup without a table: %v", err)
+	}
+}
+
+// BenchmarkSync1000x10 renders and programs 1000 Services with 10
+// endpoints each into the kernel, as one transaction per sync.
+func BenchmarkSync1000x10(b *testing.B) {
+	p, _ := kernelProxier(b)
+	svcs, eps := services(1000, 10)
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		// Alternate endpoints so every sync changes something.
+		eps[i%len(eps)].Endpoints[0].Addresses[0] = fmt.Sprintf("10.245.%d.%d", i%250, i%200+1)
+		if err := p.Sync(ctx, svcs, eps); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/sync")
+}
+
+// BenchmarkRender1000x10 is the rendering alone (into knftables' Fake).
+func BenchmarkRender1000x10(b *testing.B) {
+	p, _ := newFakeProxier(b, "10.244.0.0/16")
+	svcs, eps := services(1000, 10)
+	start := time.Now()
+	for b.Loop() {
+		if err := p.Sync(context.Background(), svcs, eps); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_ = start
+}

@@ -1,0 +1,366 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"sigs.k8s.io/knftables"
+)
+
+// TableName is the one nftables table (family ip) the proxy owns.
+const TableName = "minik8s-proxy"
+
+// masqMark marks packets that nat-postrouting masquerades.
+const masqMark = "0x4000"
+
+// DefaultAffinityTimeout is sessionAffinityConfig.clientIP.timeoutSeconds'
+// default.
+const DefaultAffinityTimeout = 10800 * time.Second
+
+// Fixed chains, maps and sets.
+const (
+	chainNATPrerouting    = "nat-prerouting"
+	chainNATOutput        = "nat-output"
+	chainNATPostrouting   = "nat-postrouting"
+	chainFilterPrerouting = "filter-prerouting"
+	chainFilterOutput     = "filter-output"
+	chainServices         = "services"
+	chainRejectServices   = "reject-services"
+	chainReject           = "refuse"
+	chainMarkForMasq      = "mark-for-masquerade"
+
+	mapServiceIPs       = "service-ips"
+	mapServiceNodePorts = "service-nodeports"
+	setNoEndpointIPs    = "no-endpoint-services"
+	setNoEndpointPorts  = "no-endpoint-nodeports"
+)
+
+// servicePort is one port of one Service, with what it leads to: the
+// unit the rules are written for.
+type servicePort struct {
+	namespace, name, portName string
+	proto                     string   // tcp, udp or sctp
+	ips                       []string // the ClusterIP and externalIPs
+	port, nodePort            int32
+	affinity                  time.Duration // 0: no session affinity
+	endpoints                 []endpoint
+}
+
+type endpoint struct {
+	ip   string
+	port int32
+}
+
+func (e endpoint) String() string { return e.ip + ":" + strconv.Itoa(int(e.port)) }
+
+// id names the service port in chain names and comments.
+func (sp *servicePort) id() string {
+	return fmt.Sprintf("%s/%s/%s/%d", sp.namespace, sp.name, sp.proto, sp.port)
+}
+
+// servicePorts turns Services and their EndpointSlices into the ports
+// to program, sorted so a sync renders the same transaction each time.
+func servicePorts(svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice) []servicePort {
+	byService := map[string][]*discoveryv1.EndpointSlice{}
+	for _, s := range eps {
+		name := s.Labels[discoveryv1.LabelServiceName]
+		if name == "" || s.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		byService[s.Namespace+"/"+name] = append(byService[s.Namespace+"/"+name], s)
+	}
+	var out []servicePort
+	for _, svc := range svcs {
+		if svc.Spec.Type == corev1.ServiceTypeExternalName {
+			continue
+		}
+		var ips []string
+		if ip, err := netip.ParseAddr(svc.Spec.ClusterIP); err == nil && ip.Is4() {
+			ips = append(ips, ip.String())
+		}
+		for _, s := range svc.Spec.ExternalIPs {
+			if ip, err := netip.ParseAddr(s); err == nil && ip.Is4() {
+				ips = append(ips, ip.String())
+			}
+		}
+		if len(ips) == 0 {
+			continue // headless, or not allocated yet
+		}
+		var affinity time.Duration
+		if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+			affinity = DefaultAffinityTimeout
+			if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil && *c.ClientIP.TimeoutSeconds > 0 {
+				affinity = time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
+			}
+		}
+		for _, p := range svc.Spec.Ports {
+			proto := strings.ToLower(string(p.Protocol))
+			if proto == "" {
+				proto = "tcp"
+			}
+			sp := servicePort{
+				namespace: svc.Namespace, name: svc.Name, portName: p.Name, proto: proto,
+				ips: ips, port: p.Port, affinity: affinity,
+				endpoints: endpointsFor(byService[svc.Namespace+"/"+svc.Name], p),
+			}
+			if svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+				sp.nodePort = p.NodePort
+			}
+			out = append(out, sp)
+		}
+	}
+	slices.SortFunc(out, func(a, b servicePort) int { return strings.Compare(a.id(), b.id()) })
+	return out
+}
+
+// endpointsFor picks the slices' endpoints for one service port: the
+// ready ones, or when none is ready the serving and terminating ones.
+func endpointsFor(eps []*discoveryv1.EndpointSlice, p corev1.ServicePort) []endpoint {
+	var ready, terminating []endpoint
+	seen := map[endpoint]bool{}
+	for _, s := range eps {
+		var port int32
+		found := false
+		for _, sp := range s.Ports {
+			proto := corev1.ProtocolTCP
+			if sp.Protocol != nil {
+				proto = *sp.Protocol
+			}
+			name := ""
+			if sp.Name != nil {
+				name = *sp.Name
+			}
+			pp := p.Protocol
+			if pp == "" {
+				pp = corev1.ProtocolTCP
+			}
+			if name == p.Name && proto == pp && sp.Port != nil {
+				port, found = *sp.Port, true
+				break
+			}
+		}
+		if !found {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if len(e.Addresses) == 0 {
+				continue
+			}
+			ip, err := netip.ParseAddr(e.Addresses[0])
+			if err != nil || !ip.Is4() {
+				continue
+			}
+			ep := endpoint{ip: ip.String(), port: port}
+			if seen[ep] {
+				continue
+			}
+			c := e.Conditions
+			isReady := c.Ready == nil || *c.Ready
+			serving := isReady
+			if c.Serving != nil {
+				serving = *c.Serving
+			}
+			term := c.Terminating != nil && *c.Terminating
+			switch {
+			case isReady && !term:
+				ready = append(ready, ep)
+			case serving && term:
+				terminating = append(terminating, ep)
+			default:
+				continue
+			}
+			seen[ep] = true
+		}
+	}
+	out := ready
+	if len(out) == 0 {
+		out = terminating
+	}
+	slices.SortFunc(out, func(a, b endpoint) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// tableState is what the last successful sync left in the table, so the
+// next one can delete what is no longer wanted.
+type tableState struct {
+	chains map[string]bool // per-service chains
+	sets   map[string]bool // affinity sets
+}
+
+// hashName makes a short, stable name part from a key.
+func hashName(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return base32.StdEncoding.EncodeToString(h[:])[:10]
+}
+
+func chainName(prefix, key string) string {
+	name := prefix + "-" + hashName(key) + "-" + key
+	if len(name) > knftables.NameLengthMax {
+		name = name[:knftables.NameLengthMax]
+	}
+	return name
+}
+
+// renderer writes the whole table into one transaction.
+type renderer struct {
+	tx          *knftables.Transaction
+	clusterCIDR string // empty: masquerade every NodePort connection
+}
+
+// render writes the table for ports into tx. prev is the state the
+// table is in (nil: unknown, the table is recreated from scratch); the
+// returned state is the one tx leaves it in.
+func render(tx *knftables.Transaction, ports []servicePort, clusterCIDR string, prev *tableState) *tableState {
+	r := &renderer{tx: tx, clusterCIDR: clusterCIDR}
+	table := &knftables.Table{Comment: knftables.PtrTo("minik8s service proxy")}
+	tx.Add(table)
+	if prev == nil {
+		// Start clean: whatever an earlier run left is replaced, in the
+		// same transaction.
+		tx.Delete(table)
+		tx.Add(table)
+		prev = &tableState{}
+	}
+	r.base()
+	next := &tableState{chains: map[string]bool{}, sets: map[string]bool{}}
+	for i := range ports {
+		r.servicePort(&ports[i], next)
+	}
+	// Every surviving chain was flushed and rewritten above, so nothing
+	// refers to the stale ones any more.
+	var stale []string
+	for c := range prev.chains {
+		if !next.chains[c] {
+			stale = append(stale, c)
+		}
+	}
+	slices.Sort(stale)
+	for _, c := range stale {
+		tx.Flush(&knftables.Chain{Name: c})
+	}
+	for _, c := range stale {
+		tx.Delete(&knftables.Chain{Name: c})
+	}
+	for s := range prev.sets {
+		if !next.sets[s] {
+			tx.Delete(&knftables.Set{Name: s})
+		}
+	}
+	return next
+}
+
+func (r *renderer) chain(c *knftables.Chain, rules ...string) {
+	r.tx.Add(c)
+	r.tx.Flush(c)
+	for _, rule := range rules {
+		r.tx.Add(&knftables.Rule{Chain: c.Name, Rule: rule})
+	}
+}
+
+func baseChain(name string, typ knftables.BaseChainType, hook knftables.BaseChainHook, prio knftables.BaseChainPriority) *knftables.Chain {
+	return &knftables.Chain{Name: name, Type: &typ, Hook: &hook, Priority: &prio}
+}
+
+// base writes the fixed chains, maps and sets (emptied).
+func (r *renderer) base() {
+	tx := r.tx
+	for _, m := range []*knftables.Map{
+		{Name: mapServiceIPs, Type: "ipv4_addr . inet_proto . inet_service : verdict"},
+		{Name: mapServiceNodePorts, Type: "inet_proto . inet_service : verdict"},
+	} {
+		tx.Add(m)
+		tx.Flush(m)
+	}
+	for _, s := range []*knftables.Set{
+		{Name: setNoEndpointIPs, Type: "ipv4_addr . inet_proto . inet_service"},
+		{Name: setNoEndpointPorts, Type: "inet_proto . inet_service"},
+	} {
+		tx.Add(s)
+		tx.Flush(s)
+	}
+	r.chain(&knftables.Chain{Name: chainMarkForMasq}, "meta mark set meta mark | "+masqMark)
+	r.chain(&knftables.Chain{Name: chainServices},
+		"ip daddr . meta l4proto . th dport vmap @"+mapServiceIPs,
+		"fib daddr type local meta l4proto . th dport vmap @"+mapServiceNodePorts)
+	r.chain(&knftables.Chain{Name: chainReject},
+		"meta l4proto tcp reject with tcp reset",
+		"reject")
+	r.chain(&knftables.Chain{Name: chainRejectServices},
+		"ip daddr . meta l4proto . th dport @"+setNoEndpointIPs+" goto "+chainReject,
+		"fib daddr type local meta l4proto . th dport @"+setNoEndpointPorts+" goto "+chainReject)
+	r.chain(baseChain(chainNATPrerouting, knftables.NATType, knftables.PreroutingHook, knftables.DNATPriority), "jump "+chainServices)
+	r.chain(baseChain(chainNATOutput, knftables.NATType, knftables.OutputHook, knftables.DNATPriority), "jump "+chainServices)
+	r.chain(baseChain(chainNATPostrouting, knftables.NATType, knftables.PostroutingHook, knftables.SNATPriority),
+		"meta mark & "+masqMark+" == "+masqMark+" masquerade")
+	// Before DNAT, so a service port without endpoints is refused.
+	filterPrio := knftables.BaseChainPriority("-110") // dstnat - 10
+	r.chain(baseChain(chainFilterPrerouting, knftables.FilterType, knftables.PreroutingHook, filterPrio), "ct state new jump "+chainRejectServices)
+	r.chain(baseChain(chainFilterOutput, knftables.FilterType, knftables.OutputHook, filterPrio), "ct state new jump "+chainRejectServices)
+}
+
+// servicePort writes one service port's chains and map elements.
+func (r *renderer) servicePort(sp *servicePort, next *tableState) {
+	tx := r.tx
+	port := strconv.Itoa(int(sp.port))
+	nodePort := strconv.Itoa(int(sp.nodePort))
+	if len(sp.endpoints) == 0 {
+		for _, ip := range sp.ips {
+			tx.Add(&knftables.Element{Set: setNoEndpointIPs, Key: []string{ip, sp.proto, port}, Comment: knftables.PtrTo(sp.id())})
+		}
+		if sp.nodePort != 0 {
+			tx.Add(&knftables.Element{Set: setNoEndpointPorts, Key: []string{sp.proto, nodePort}, Comment: knftables.PtrTo(sp.id())})
+		}
+		return
+	}
+	svcChain := chainName("svc", sp.id())
+	next.chains[svcChain] = true
+	var rules []string
+	if r.clusterCIDR != "" {
+		// From outside the pod network (the node itself, a host route):
+		// replies must come back through this node.
+		rules = append(rules, "ip saddr != "+r.clusterCIDR+" jump "+chainMarkForMasq)
+	}
+	var vmap []string
+	for i, ep := range sp.endpoints {
+		epKey := sp.id() + "/" + ep.ip + "/" + strconv.Itoa(int(ep.port))
+		epChain := chainName("ep", epKey)
+		next.chains[epChain] = true
+		vmap = append(vmap, fmt.Sprintf("%d : goto %s", i, epChain))
+		epRules := []string{"ip saddr " + ep.ip + " jump " + chainMarkForMasq} // hairpin
+		if sp.affinity > 0 {
+			set := "affinity-" + hashName(fmt.Sprintf("%s/%d", epKey, int64(sp.affinity.Seconds())))
+			if !next.sets[set] {
+				tx.Add(&knftables.Set{Name: set, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
+					Timeout: knftables.PtrTo(sp.affinity), Comment: knftables.PtrTo(epKey)})
+				next.sets[set] = true
+			}
+			rules = append(rules, "ip saddr @"+set+" goto "+epChain)
+			epRules = append(epRules, "update @"+set+" { ip saddr }")
+		}
+		epRules = append(epRules, fmt.Sprintf("meta l4proto %s dnat to %s", sp.proto, ep))
+		r.chain(&knftables.Chain{Name: epChain}, epRules...)
+	}
+	rules = append(rules, fmt.Sprintf("numgen random mod %d vmap { %s }", len(sp.endpoints), strings.Join(vmap, " , ")))
+	r.chain(&knftables.Chain{Name: svcChain}, rules...)
+	for _, ip := range sp.ips {
+		tx.Add(&knftables.Element{Map: mapServiceIPs, Key: []string{ip, sp.proto, port}, Value: []string{"goto " + svcChain}})
+	}
+	if sp.nodePort != 0 {
+		npChain := chainName("nodeport", sp.id())
+		next.chains[npChain] = true
+		masq := "jump " + chainMarkForMasq
+		if r.clusterCIDR != "" {
+			masq = "ip saddr != " + r.clusterCIDR + " " + masq
+		}
+		r.chain(&knftables.Chain{Name: npChain}, masq, "goto "+svcChain)
+		tx.Add(&knftables.Element{Map: mapServiceNodePorts, Key: []string{sp.proto, nodePort}, Value: []string{"goto " + npChain}})
+	}
+}

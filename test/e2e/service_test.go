@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minik8s/minik8s/pkg/kubelet/network"
+)
+
+// TestService: a user runs four web pods on two nodes behind a NodePort
+// Service. Pods on either node reach it by ClusterIP and every pod
+// answers; the NodePort answers from the host's LAN and from the other
+// node; a Service without endpoints refuses at once; a deleted Service
+// stops answering.
+func TestService(t *testing.T) {
+	c := newCluster(t, 2)
+	k := c.kubectl
+	ctx := context.Background()
+	n1, n2 := c.nodes[c.tag+"-n1"], c.nodes[c.tag+"-n2"]
+	var webs []string
+	for i, n := range []*testNode{n1, n1, n2, n2} {
+		name := fmt.Sprintf("web-%d", i)
+		webs = append(webs, name)
+		c.apply(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, labels: {app: web}}
+spec:
+  nodeName: %s
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: busybox
+    command: ["sh", "-c", "mkdir -p /tmp/www && hostname > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"]
+`, name, n.name))
+	}
+	for i, n := range []*testNode{n1, n2} {
+		c.apply(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: client-%d}
+spec:
+  nodeName: %s
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: sh, image: busybox, command: ["sleep", "3600"]}
+`, i+1, n.name))
+	}
+	ips := map[string]string{}
+	for _, w := range webs {
+		ips[w] = c.waitPod("default", w, 2*time.Minute, "Running", running).Status.PodIP
+	}
+	for _, cl := range []string{"client-1", "client-2"} {
+		c.waitPod("default", cl, 2*time.Minute, "Running", running)
+	}
+
+	c.apply(`apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: empty}
+spec:
+  ports: [{name: http, port: 80, targetPort: 8080}]
+`)
+	svc, err := c.client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterIP, nodePort := svc.Spec.ClusterIP, svc.Spec.Ports[0].NodePort
+	t.Logf("service web: %s:80, nodePort %d, endpoints %v", clusterIP, nodePort, ips)
+
+	// ClusterIP from a pod on each node: 30 requests reach every pod.
+	for _, cl := range []string{"client-1", "client-2"} {
+		counts := map[string]int{}
+		c.waitFor(time.Minute, cl+" reaching all endpoints through "+clusterIP, func(context.Context) (bool, error) {
+			out, stderr, _ := k.Run(t, "exec", cl, "--", "sh", "-c",
+				"for i in $(seq 30); do timeout 2 wget -qO- http://"+clusterIP+"/; done")
+			counts = countHosts(out)
+			if len(counts) != len(webs) {
+				t.Logf("%s -> %s: %v (%s)", cl, clusterIP, counts, lastLine(stderr))
+			}
+			return len(counts) == len(webs), nil
+		})
+		t.Logf("%s -> %s: %v", cl, clusterIP, counts)
+	}
+
+	// NodePort from the host (over the LAN) and from the other node.
+	for _, from := range []struct{ name, netns string }{{"the host", ""}, {"node " + n2.name, n2.netns}} {
+		addr := net.JoinHostPort(n1.ip.String(), fmt.Sprint(nodePort))
+		counts := map[string]int{}
+		for range 30 {
+			body, err := httpGet(from.netns, addr)
+			if err != nil {
+				t.Errorf("NodePort %s from %s: %v", addr, from.name, err)
+				break
+			}
+			counts[strings.TrimSpace(body)]++
+		}
+		t.Logf("%s -> NodePort %s: %v", from.name, addr, counts)
+		if len(counts) != len(webs) {
+			t.Errorf("NodePort %s from %s reached %v, want all of %v", addr, from.name, counts, webs)
+		}
+	}
+
+	// A Service without endpoints refuses at once.
+	empty, err := c.client.CoreV1().Services("default").Get(ctx, "empty", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, stderr, err := k.Run(t, "exec", "client-1", "--", "timeout", "10", "wget", "-qO-", "http://"+empty.Spec.ClusterIP+"/")
+	if took := time.Since(start); err == nil || !strings.Contains(stderr, "refused") || took > 5*time.Second {
+		t.Errorf("service without endpoints: err %v after %v, stderr %q; want connection refused at once", err, took, stderr)
+	}
+
+	// Deleted, the Service stops answering.
+	k.OK(t, "delete", "service", "web")
+	c.waitFor(30*time.Second, "the ClusterIP to stop answering", func(context.Context) (bool, error) {
+		_, _, err := k.Run(t, "exec", "client-2", "--", "timeout", "2", "wget", "-qO-", "http://"+clusterIP+"/")
+		return err != nil, nil
+	})
+	if _, err := httpGet("", net.JoinHostPort(n1.ip.String(), fmt.Sprint(nodePort))); err == nil {
+		t.Errorf("NodePort %d still answers after the service was deleted", nodePort)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func countHosts(out string) map[string]int {
+	counts := map[string]int{}
+	for _, l := range strings.Fields(out) {
+		counts[l]++
+	}
+	return counts
+}
+
+// httpGet fetches http://addr/ from the network namespace netns (the
+// test's own when empty), on a fresh connection.
+func httpGet(netns, addr string) (string, error) {
+	var body string
+	err := network.InNetNS(netns, func() error {
+		conn, err := net.DialTimeout("tcp", addr, 3*time.Second)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := fmt.Fprintf(conn, "GET / HTTP/1.0\r\nHost: %s\r\n\r\n", addr); err != nil {
+			return err
+		}
+		b, err := io.ReadAll(conn)
+		if err != nil {
+			return err
+		}
+		resp := string(b)
+		if !strings.HasPrefix(resp, "HTTP/1.") || !strings.Contains(resp, " 200 ") {
+			return fmt.Errorf("response %q", resp)
+		}
+		_, body, _ = strings.Cut(resp, "\r\n\r\n")
+		return nil
+	})
+	return body, err
+}
