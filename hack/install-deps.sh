@@ -44,3 +44,15 @@ if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
 	exit 1
 fi
 go mod download
+
+# CoreDNS, the cluster DNS (pkg/dns runs it as a child of `minik8s up`; the
+# DNS integration test needs it). Built from source with the Go toolchain,
+# the only download path the project relies on; a few minutes on 2 cores.
+COREDNS_VERSION=v1.15.0
+coredns_bin="$(go env GOPATH)/bin/coredns"
+if [ -x "$coredns_bin" ] && "$coredns_bin" -version 2>/dev/null | grep -qx "CoreDNS-${COREDNS_VERSION#v}"; then
+	:
+else
+	echo "installing coredns ${COREDNS_VERSION} into $(go env GOPATH)/bin (go install; takes a few minutes)"
+	go install "github.com/coredns/coredns@${COREDNS_VERSION}"
+fi

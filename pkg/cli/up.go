@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,10 +9,12 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/minik8s/minik8s/pkg/apiserver"
 	"github.com/minik8s/minik8s/pkg/controlplane"
+	"github.com/minik8s/minik8s/pkg/dns"
 	"github.com/minik8s/minik8s/pkg/node"
 )
 
@@ -55,7 +58,13 @@ func upCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("node credential: %w", err)
 			}
+			clusterDNS, stopDNS, err := startDNS(ctx, cp, f, log)
+			if err != nil {
+				return err
+			}
+			defer stopDNS()
 			return node.Run(ctx, node.Config{
+				ClusterDNS: clusterDNS, ClusterDomain: dns.DefaultClusterDomain,
 				NodeName: f.nodeName, NodeIP: f.nodeIP,
 				REST: &rest.Config{Host: cp.URL, UserAgent: "minik8s-kubelet", QPS: 50, Burst: 100,
 					TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: certPEM, KeyData: keyPEM}},
@@ -75,4 +84,37 @@ func upCommand() *cobra.Command {
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", apiserver.DefaultServiceCIDR, "Service cluster IP range")
 	fl.StringToStringVar(&f.capacity, "extra-resources", nil, "resources the node offers beyond cpu, memory and pods, e.g. nvidia.com/gpu=2")
 	return cmd
+}
+
+// startDNS runs CoreDNS on this host in the background (pkg/dns, see
+// docs/design/0007-dns.md) and returns the nameservers for the kubelet:
+// the kube-dns clusterIP, or none (the host's resolvers) when there is no
+// coredns binary. stop ends CoreDNS and waits for it.
+func startDNS(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, log *slog.Logger) (nameservers []string, stop func(), err error) {
+	if _, err := dns.FindBinary(); err != nil {
+		log.Warn("cluster DNS is off: no coredns binary (make deps installs it); pods use the host's resolvers", "err", err)
+		return nil, func() {}, nil
+	}
+	clusterIP, err := dns.ServiceIP(f.serviceCIDR)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: cp.URL, UserAgent: "minik8s-dns",
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: cp.Bundle.AdminCertPEM, KeyData: cp.Bundle.AdminKeyPEM}})
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := dns.RunOnHost(ctx, dns.HostConfig{
+			DataDir: f.dataDir, APIServer: cp.URL, Bundle: cp.Bundle, Client: client, NodeName: f.nodeName,
+			ServiceCIDR: f.serviceCIDR, ClusterCIDR: f.clusterCIDR, Logger: log,
+		})
+		if err != nil {
+			log.Error("cluster DNS stopped", "err", err)
+		}
+	}()
+	return []string{clusterIP.String()}, func() { cancel(); <-done }, nil
 }

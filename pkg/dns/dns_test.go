@@ -1,0 +1,230 @@
+package dns
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func testConfig(t *testing.T) Config {
+	t.Helper()
+	return Config{
+		Binary: "/bin/true", Dir: t.TempDir(), APIServer: "https://127.0.0.1:6443",
+		CAPEM: []byte("ca"), CertPEM: []byte("cert"), KeyPEM: []byte("key"), Upstream: "-",
+	}
+}
+
+func TestCorefile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tune func(*Config)
+		want []string
+		not  []string
+	}{{
+		name: "defaults",
+		want: []string{
+			".:10053 {\n",
+			"    ready 127.0.0.1:18181\n",
+			"    health 127.0.0.1:18080\n",
+			"    kubernetes cluster.local in-addr.arpa ip6.arpa {\n" +
+				"        kubeconfig /k/coredns.kubeconfig coredns\n" +
+				"        pods insecure\n" +
+				"        fallthrough in-addr.arpa ip6.arpa\n" +
+				"        ttl 30\n    }\n",
+			"    cache 30\n", "    loop\n", "    reload\n", "    errors\n",
+		},
+		not: []string{"bind", "forward", "acl"},
+	}, {
+		name: "bound, upstream, acl, no health",
+		tune: func(c *Config) {
+			c.Listen, c.Upstream, c.HealthAddress, c.ReadyAddress = "127.0.0.1:5353", "/etc/resolv.conf", "-", "127.0.0.1:9"
+			c.AllowNets, c.ClusterDomain = []string{"10.244.0.0/16", "127.0.0.0/8"}, "example.internal"
+		},
+		want: []string{
+			".:5353 {\n", "    bind 127.0.0.1\n", "    ready 127.0.0.1:9\n", "    forward . /etc/resolv.conf\n",
+			"    acl {\n        allow net 10.244.0.0/16 127.0.0.0/8\n        block\n    }\n",
+			"    kubernetes example.internal in-addr.arpa ip6.arpa {\n",
+		},
+		not: []string{"health"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			if tc.tune != nil {
+				tc.tune(&cfg)
+			}
+			if err := cfg.complete(); err != nil {
+				t.Fatal(err)
+			}
+			got := corefile(cfg, "/k/coredns.kubeconfig")
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("Corefile lacks %q:\n%s", w, got)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("Corefile has %q:\n%s", n, got)
+				}
+			}
+			if !strings.HasSuffix(got, "}\n") || strings.Count(got, "{") != strings.Count(got, "}") {
+				t.Errorf("unbalanced Corefile:\n%s", got)
+			}
+		})
+	}
+}
+
+func TestWriteFiles(t *testing.T) {
+	s, err := New(testConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.writeFiles(); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.LoadFromFile(s.kubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := kc.Contexts[kubeconfigContext]
+	if ctx == nil || kc.CurrentContext != kubeconfigContext {
+		t.Fatalf("kubeconfig context %q missing: %+v", kubeconfigContext, kc)
+	}
+	if c := kc.Clusters[ctx.Cluster]; c == nil || c.Server != "https://127.0.0.1:6443" || string(c.CertificateAuthorityData) != "ca" {
+		t.Errorf("cluster = %+v", c)
+	}
+	if u := kc.AuthInfos[ctx.AuthInfo]; u == nil || string(u.ClientCertificateData) != "cert" || string(u.ClientKeyData) != "key" || ctx.AuthInfo != User {
+		t.Errorf("user %q = %+v", ctx.AuthInfo, u)
+	}
+	corefile, err := os.ReadFile(filepath.Join(s.cfg.Dir, "Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(corefile), "kubeconfig "+s.kubeconfigPath+" "+kubeconfigContext+"\n") {
+		t.Errorf("Corefile does not name the kubeconfig:\n%s", corefile)
+	}
+	if st, _ := os.Stat(s.kubeconfigPath); st.Mode().Perm() != 0o600 {
+		t.Errorf("kubeconfig mode %v, want 0600", st.Mode().Perm())
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	for name, tune := range map[string]func(*Config){
+		"no dir":        func(c *Config) { c.Dir = "" },
+		"no credential": func(c *Config) { c.KeyPEM = nil },
+		"bad listen":    func(c *Config) { c.Listen = "10053" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(t)
+			tune(&cfg)
+			if _, err := New(cfg); err == nil {
+				t.Error("New accepted a bad config")
+			}
+		})
+	}
+}
+
+func TestAddresses(t *testing.T) {
+	for _, tc := range []struct{ cidr, want string }{
+		{"10.96.0.0/12", "10.96.0.10"}, {"172.20.0.0/16", "172.20.0.10"}, {"fd00:10:96::/108", "fd00:10:96::a"},
+	} {
+		got, err := ServiceIP(tc.cidr)
+		if err != nil || got.String() != tc.want {
+			t.Errorf("ServiceIP(%s) = %v, %v; want %s", tc.cidr, got, err, tc.want)
+		}
+	}
+	if _, err := ServiceIP("10.96.0.0/30"); err == nil {
+		t.Error("ServiceIP of a /30 should fail")
+	}
+	if gw, err := Gateway("10.244.3.0/24"); err != nil || gw.String() != "10.244.3.1" {
+		t.Errorf("Gateway = %v, %v", gw, err)
+	}
+}
+
+func TestEnsureServiceConverges(t *testing.T) {
+	ctx := context.Background()
+	stale := desiredService(Endpoint{ClusterIP: netip.MustParseAddr("10.96.0.99"), Port: 53})
+	stale.Spec.Selector = map[string]string{"k8s-app": "kube-dns"}
+	client := fake.NewClientset(stale)
+	ep := Endpoint{ClusterIP: netip.MustParseAddr("10.96.0.10"), Address: netip.MustParseAddr("10.244.0.1"), Port: 10053, NodeName: "n1"}
+	for range 2 { // the second round changes nothing
+		if err := EnsureService(ctx, client, ep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, err := client.CoreV1().Services(metav1.NamespaceSystem).Get(ctx, ServiceName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.ClusterIP != "10.96.0.10" || len(svc.Spec.Selector) != 0 || len(svc.Spec.Ports) != 2 ||
+		svc.Spec.Ports[0].Protocol != corev1.ProtocolUDP || svc.Spec.Ports[0].Port != 53 || svc.Spec.Ports[0].TargetPort.IntVal != 10053 {
+		t.Errorf("service = %+v", svc.Spec)
+	}
+	slice, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceSystem).Get(ctx, SliceName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slice.Labels["kubernetes.io/service-name"] != ServiceName || slice.Labels["endpointslice.kubernetes.io/managed-by"] != ManagedBy {
+		t.Errorf("slice labels = %v", slice.Labels)
+	}
+	if len(slice.Endpoints) != 1 || slice.Endpoints[0].Addresses[0] != "10.244.0.1" || *slice.Endpoints[0].NodeName != "n1" ||
+		len(slice.Ports) != 2 || *slice.Ports[0].Port != 10053 || *slice.Ports[1].Name != TCPPortName {
+		t.Errorf("slice = %+v", slice)
+	}
+	// The endpoint moves (another pod CIDR): the slice follows.
+	ep.Address = netip.MustParseAddr("10.244.7.1")
+	if err := EnsureService(ctx, client, ep); err != nil {
+		t.Fatal(err)
+	}
+	slice, _ = client.DiscoveryV1().EndpointSlices(metav1.NamespaceSystem).Get(ctx, SliceName, metav1.GetOptions{})
+	if slice.Endpoints[0].Addresses[0] != "10.244.7.1" {
+		t.Errorf("slice endpoint = %v, want 10.244.7.1", slice.Endpoints[0].Addresses)
+	}
+}
+
+func TestStartRestartsAndStops(t *testing.T) {
+	cfg := testConfig(t)
+	runs := filepath.Join(cfg.Dir, "runs")
+	script := filepath.Join(t.TempDir(), "coredns")
+	// Exits at once twice, then stays up until signalled.
+	body := "#!/bin/sh\necho run >> " + runs + "\n[ $(wc -l < " + runs + ") -ge 3 ] && exec sleep 60\nexit 1\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Binary, cfg.RestartBackoff = script, 10*time.Millisecond
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, _ := os.ReadFile(runs)
+		if strings.Count(string(data), "run") >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarts: %q", data)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return after ctx ended")
+	}
+}

@@ -1,0 +1,328 @@
+package dns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/minik8s/minik8s/pkg/pki"
+)
+
+// Defaults.
+const (
+	// DefaultPort is where CoreDNS listens on the host (UDP and TCP). Not
+	// 53, so that it never clashes with a resolver of the host's own
+	// (systemd-resolved, dnsmasq); pods never see it, they ask the
+	// kube-dns clusterIP on port 53 and the proxy DNATs to this port.
+	DefaultPort = 10053
+	// DefaultReadyPort and DefaultHealthPort serve CoreDNS's /ready and
+	// /health on 127.0.0.1.
+	DefaultReadyPort  = 18181
+	DefaultHealthPort = 18080
+	// DefaultClusterDomain is the pods' DNS domain.
+	DefaultClusterDomain = "cluster.local"
+	// User is the CoreDNS client certificate's user name.
+	User = "system:coredns"
+
+	kubeconfigContext = "coredns"
+	binaryName        = "coredns"
+)
+
+// ErrNoBinary is returned by New when the coredns binary is not found.
+var ErrNoBinary = errors.New("coredns binary not found (hack/install-deps.sh installs it into $(go env GOPATH)/bin)")
+
+// Config is what a Server is built from.
+type Config struct {
+	// Binary is the coredns executable. Default: "coredns" on PATH, else
+	// $GOPATH/bin/coredns or ~/go/bin/coredns.
+	Binary string
+	// Dir holds the Corefile, the kubeconfig and coredns.log (required).
+	Dir string
+	// Listen is CoreDNS's address, host:port (default 0.0.0.0:DefaultPort).
+	// A specific host is bound with the bind plugin.
+	Listen string
+	// ReadyAddress and HealthAddress are where /ready and /health are
+	// served (default 127.0.0.1:DefaultReadyPort, 127.0.0.1:DefaultHealthPort;
+	// HealthAddress "-" turns health off).
+	ReadyAddress  string
+	HealthAddress string
+	// ClusterDomain defaults to DefaultClusterDomain.
+	ClusterDomain string
+	// Upstream is where other names are forwarded: a resolv.conf path or
+	// addresses. Default /etc/resolv.conf when it names a nameserver;
+	// "-": no forwarding.
+	Upstream string
+	// AllowNets, when set, are the only client networks answered (CoreDNS's
+	// acl plugin), so a host-wide listener is no open resolver.
+	AllowNets []string
+	// APIServer, CAPEM, CertPEM and KeyPEM are how CoreDNS reaches the
+	// apiserver (required): a client certificate issued by the cluster CA,
+	// see IssueCredentials.
+	APIServer              string
+	CAPEM, CertPEM, KeyPEM []byte
+	// RestartBackoff is the first wait before restarting a CoreDNS that
+	// died (default 1s, doubling to 30s).
+	RestartBackoff time.Duration
+	Logger         *slog.Logger
+}
+
+// IssueCredentials fills cfg's apiserver credentials from the cluster's
+// PKI: a client certificate for User.
+func IssueCredentials(cfg *Config, apiserverURL string, b *pki.Bundle) error {
+	certPEM, keyPEM, err := b.IssueClientCert(User, nil, 0)
+	if err != nil {
+		return fmt.Errorf("dns: client certificate: %w", err)
+	}
+	cfg.APIServer, cfg.CAPEM, cfg.CertPEM, cfg.KeyPEM = apiserverURL, b.CAPEM, certPEM, keyPEM
+	return nil
+}
+
+// FindBinary looks for the coredns executable on PATH, then in the Go
+// install directories.
+func FindBinary() (string, error) {
+	if p, err := exec.LookPath(binaryName); err == nil {
+		return p, nil
+	}
+	var dirs []string
+	if gp := os.Getenv("GOPATH"); gp != "" {
+		dirs = append(dirs, filepath.Join(filepath.SplitList(gp)[0], "bin"))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go", "bin"))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, binaryName)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", ErrNoBinary
+}
+
+func (c *Config) complete() error {
+	if c.Dir == "" {
+		return errors.New("dns: a directory is required")
+	}
+	if c.APIServer == "" || len(c.CAPEM) == 0 || len(c.CertPEM) == 0 || len(c.KeyPEM) == 0 {
+		return errors.New("dns: apiserver URL and credentials are required")
+	}
+	if c.Binary == "" {
+		p, err := FindBinary()
+		if err != nil {
+			return err
+		}
+		c.Binary = p
+	}
+	if c.Listen == "" {
+		c.Listen = net.JoinHostPort("0.0.0.0", strconv.Itoa(DefaultPort))
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("dns: listen address %q: %w", c.Listen, err)
+	}
+	if c.ReadyAddress == "" {
+		c.ReadyAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultReadyPort))
+	}
+	switch c.HealthAddress {
+	case "":
+		c.HealthAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultHealthPort))
+	case "-":
+		c.HealthAddress = ""
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = DefaultClusterDomain
+	}
+	switch c.Upstream {
+	case "":
+		if hasNameserver("/etc/resolv.conf") {
+			c.Upstream = "/etc/resolv.conf"
+		}
+	case "-":
+		c.Upstream = ""
+	}
+	if c.RestartBackoff <= 0 {
+		c.RestartBackoff = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Server supervises one CoreDNS process.
+type Server struct {
+	cfg                                   Config
+	corefilePath, kubeconfigPath, logPath string
+}
+
+// New validates cfg and fills its defaults. It returns an error wrapping
+// ErrNoBinary when no coredns binary is found and none is configured.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.complete(); err != nil {
+		return nil, err
+	}
+	return &Server{
+		cfg:            cfg,
+		corefilePath:   filepath.Join(cfg.Dir, "Corefile"),
+		kubeconfigPath: filepath.Join(cfg.Dir, "coredns.kubeconfig"),
+		logPath:        filepath.Join(cfg.Dir, "coredns.log"),
+	}, nil
+}
+
+// Config is the server's completed configuration.
+func (s *Server) Config() Config { return s.cfg }
+
+// LogPath is CoreDNS's log file.
+func (s *Server) LogPath() string { return s.logPath }
+
+// Start writes the Corefile and kubeconfig, runs CoreDNS and restarts it
+// (with backoff) whenever it exits, until ctx ends; then it stops CoreDNS
+// (SIGTERM, SIGKILL after 5s) and returns nil.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.writeFiles(); err != nil {
+		return err
+	}
+	log := s.cfg.Logger.With("component", "coredns")
+	backoff := s.cfg.RestartBackoff
+	for {
+		started := time.Now()
+		err := s.runOnce(ctx, log)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(started) > time.Minute {
+			backoff = s.cfg.RestartBackoff
+		}
+		log.Warn("coredns exited; restarting", "err", err, "in", backoff, "log", s.logPath)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func (s *Server) runOnce(ctx context.Context, log *slog.Logger) error {
+	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("coredns log: %w", err)
+	}
+	defer logFile.Close()
+	// Pdeathsig fires when the thread that started the child exits, so
+	// that thread stays ours while CoreDNS runs: CoreDNS dies with us even
+	// on SIGKILL, and never with a recycled thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd := exec.Command(s.cfg.Binary, "-conf", s.corefilePath)
+	cmd.Dir = s.cfg.Dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group, so a terminal's ^C reaches us first and we
+	// stop it in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start coredns: %w", err)
+	}
+	log.Info("coredns started", "pid", cmd.Process.Pid, "listen", s.cfg.Listen, "log", s.logPath)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	log.Info("coredns stopped")
+	return nil
+}
+
+// WaitReady polls CoreDNS's /ready until it answers 200 (its kubernetes
+// plugin has synced with the apiserver) or ctx ends.
+func (s *Server) WaitReady(ctx context.Context) error {
+	url := "http://" + s.cfg.ReadyAddress + "/ready"
+	client := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("coredns not ready (see %s): %w", s.logPath, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Server) writeFiles() error {
+	if err := os.MkdirAll(s.cfg.Dir, 0o700); err != nil {
+		return fmt.Errorf("dns dir: %w", err)
+	}
+	kc, err := kubeconfig(s.cfg)
+	if err != nil {
+		return err
+	}
+	if err := pki.WriteFileAtomic(s.kubeconfigPath, kc); err != nil {
+		return fmt.Errorf("coredns kubeconfig: %w", err)
+	}
+	if err := pki.WriteFileAtomic(s.corefilePath, []byte(corefile(s.cfg, s.kubeconfigPath))); err != nil {
+		return fmt.Errorf("corefile: %w", err)
+	}
+	return nil
+}
+
+// kubeconfig is CoreDNS's kubeconfig: one cluster, user and context, the
+// certificates embedded.
+func kubeconfig(cfg Config) ([]byte, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[kubeconfigContext] = &clientcmdapi.Cluster{Server: cfg.APIServer, CertificateAuthorityData: cfg.CAPEM}
+	kc.AuthInfos[User] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertPEM, ClientKeyData: cfg.KeyPEM}
+	kc.Contexts[kubeconfigContext] = &clientcmdapi.Context{Cluster: kubeconfigContext, AuthInfo: User}
+	kc.CurrentContext = kubeconfigContext
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return nil, fmt.Errorf("encode coredns kubeconfig: %w", err)
+	}
+	return data, nil
+}
+
+// hasNameserver reports whether a resolv.conf names at least one server.
+func hasNameserver(path string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "nameserver" {
+			return true
+		}
+	}
+	return false
+}
