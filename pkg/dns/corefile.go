@@ -26,6 +26,9 @@ func corefile(cfg Config, kubeconfigPath string) string {
 	if len(cfg.AllowNets) > 0 {
 		fmt.Fprintf(&b, "    acl {\n        allow net %s\n        block\n    }\n", strings.Join(cfg.AllowNets, " "))
 	}
+	if cfg.HostsFile != "" {
+		fmt.Fprintf(&b, "    hosts %s {\n        ttl 5\n        reload 1s\n        fallthrough\n    }\n", cfg.HostsFile)
+	}
 	fmt.Fprintf(&b, "    kubernetes %s {\n", zones)
 	fmt.Fprintf(&b, "        kubeconfig %s %s\n", kubeconfigPath, kubeconfigContext)
 	b.WriteString("        pods insecure\n")

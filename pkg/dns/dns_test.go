@@ -2,16 +2,12 @@ package dns
 
 import (
 	"context"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -143,50 +139,6 @@ func TestAddresses(t *testing.T) {
 	}
 	if _, err := ServiceIP("10.96.0.0/30"); err == nil {
 		t.Error("ServiceIP of a /30 should fail")
-	}
-	if gw, err := Gateway("10.244.3.0/24"); err != nil || gw.String() != "10.244.3.1" {
-		t.Errorf("Gateway = %v, %v", gw, err)
-	}
-}
-
-func TestEnsureServiceConverges(t *testing.T) {
-	ctx := context.Background()
-	stale := desiredService(Endpoint{ClusterIP: netip.MustParseAddr("10.96.0.99"), Port: 53})
-	stale.Spec.Selector = map[string]string{"k8s-app": "kube-dns"}
-	client := fake.NewClientset(stale)
-	ep := Endpoint{ClusterIP: netip.MustParseAddr("10.96.0.10"), Address: netip.MustParseAddr("10.244.0.1"), Port: 10053, NodeName: "n1"}
-	for range 2 { // the second round changes nothing
-		if err := EnsureService(ctx, client, ep); err != nil {
-			t.Fatal(err)
-		}
-	}
-	svc, err := client.CoreV1().Services(metav1.NamespaceSystem).Get(ctx, ServiceName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if svc.Spec.ClusterIP != "10.96.0.10" || len(svc.Spec.Selector) != 0 || len(svc.Spec.Ports) != 2 ||
-		svc.Spec.Ports[0].Protocol != corev1.ProtocolUDP || svc.Spec.Ports[0].Port != 53 || svc.Spec.Ports[0].TargetPort.IntVal != 10053 {
-		t.Errorf("service = %+v", svc.Spec)
-	}
-	slice, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceSystem).Get(ctx, SliceName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if slice.Labels["kubernetes.io/service-name"] != ServiceName || slice.Labels["endpointslice.kubernetes.io/managed-by"] != ManagedBy {
-		t.Errorf("slice labels = %v", slice.Labels)
-	}
-	if len(slice.Endpoints) != 1 || slice.Endpoints[0].Addresses[0] != "10.244.0.1" || *slice.Endpoints[0].NodeName != "n1" ||
-		len(slice.Ports) != 2 || *slice.Ports[0].Port != 10053 || *slice.Ports[1].Name != TCPPortName {
-		t.Errorf("slice = %+v", slice)
-	}
-	// The endpoint moves (another pod CIDR): the slice follows.
-	ep.Address = netip.MustParseAddr("10.244.7.1")
-	if err := EnsureService(ctx, client, ep); err != nil {
-		t.Fatal(err)
-	}
-	slice, _ = client.DiscoveryV1().EndpointSlices(metav1.NamespaceSystem).Get(ctx, SliceName, metav1.GetOptions{})
-	if slice.Endpoints[0].Addresses[0] != "10.244.7.1" {
-		t.Errorf("slice endpoint = %v, want 10.244.7.1", slice.Endpoints[0].Addresses)
 	}
 }
 

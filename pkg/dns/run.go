@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/minik8s/minik8s/pkg/hostservice"
 	"github.com/minik8s/minik8s/pkg/pki"
 )
 
@@ -25,8 +27,16 @@ type HostConfig struct {
 	// Client writes the kube-dns Service and slice and reads the Node.
 	Client kubernetes.Interface
 	// NodeName is this host's node: CoreDNS is reached at its pod-bridge
-	// gateway.
+	// gateway, unless Address is set.
 	NodeName string
+	// Address is where pods reach this host, when it is not a node (the
+	// host's address on the nodes' network).
+	Address netip.Addr
+	// AllowNets are client networks answered besides the cluster CIDR and
+	// loopback (the nodes' network when pods reach Address masqueraded).
+	AllowNets []string
+	// HostsFile, when set, is served first (the gateway's names).
+	HostsFile string
 	// ServiceCIDR gives the Service's clusterIP (ServiceIP); ClusterCIDR is
 	// the only client network answered, besides loopback.
 	ServiceCIDR, ClusterCIDR string
@@ -62,7 +72,7 @@ func RunOnHost(ctx context.Context, cfg HostConfig) error {
 	scfg := Config{
 		Dir:    filepath.Join(cfg.DataDir, "dns"),
 		Listen: net.JoinHostPort("0.0.0.0", strconv.Itoa(cfg.Port)), ReadyAddress: ready, HealthAddress: health,
-		AllowNets: []string{cfg.ClusterCIDR, "127.0.0.0/8", "::1/128"}, Logger: log,
+		AllowNets: append([]string{cfg.ClusterCIDR, "127.0.0.0/8", "::1/128"}, cfg.AllowNets...), HostsFile: cfg.HostsFile, Logger: log,
 	}
 	if _, err := FindBinary(); err != nil {
 		log.Warn("cluster DNS is off: no coredns binary (run hack/install-deps.sh); pods' lookups of cluster names will fail", "err", err)
@@ -79,7 +89,8 @@ func RunOnHost(ctx context.Context, cfg HostConfig) error {
 	defer cancel()
 	published := make(chan error, 1)
 	go func() {
-		published <- Publish(ctx, PublishConfig{Client: cfg.Client, NodeName: cfg.NodeName, ClusterIP: clusterIP, Port: int32(cfg.Port), Logger: log})
+		published <- hostservice.Publish(ctx, hostservice.PublishConfig{Client: cfg.Client, Service: KubeDNS(clusterIP, int32(cfg.Port)),
+			Address: cfg.Address, NodeName: cfg.NodeName, Logger: log})
 	}()
 	err = srv.Start(ctx) // returns at once only when it cannot write its files
 	cancel()

@@ -10,16 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/minik8s/minik8s/pkg/pki"
+	"github.com/minik8s/minik8s/pkg/supervisor"
 )
 
 // Defaults.
@@ -66,6 +65,9 @@ type Config struct {
 	// addresses. Default /etc/resolv.conf when it names a nameserver;
 	// "-": no forwarding.
 	Upstream string
+	// HostsFile, when set, is a hosts(5) file served before the cluster
+	// names and re-read when it changes (the gateway's host names).
+	HostsFile string
 	// AllowNets, when set, are the only client networks answered (CoreDNS's
 	// acl plugin), so a host-wide listener is no open resolver.
 	AllowNets []string
@@ -195,64 +197,14 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.writeFiles(); err != nil {
 		return err
 	}
-	log := s.cfg.Logger.With("component", "coredns")
-	backoff := s.cfg.RestartBackoff
-	for {
-		started := time.Now()
-		err := s.runOnce(ctx, log)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if time.Since(started) > time.Minute {
-			backoff = s.cfg.RestartBackoff
-		}
-		log.Warn("coredns exited; restarting", "err", err, "in", backoff, "log", s.logPath)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 30*time.Second)
-	}
-}
-
-func (s *Server) runOnce(ctx context.Context, log *slog.Logger) error {
-	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	proc, err := supervisor.New(supervisor.Config{
+		Name: "coredns", Path: s.cfg.Binary, Args: []string{"-conf", s.corefilePath}, Dir: s.cfg.Dir,
+		LogPath: s.logPath, RestartBackoff: s.cfg.RestartBackoff, Logger: s.cfg.Logger,
+	})
 	if err != nil {
-		return fmt.Errorf("coredns log: %w", err)
-	}
-	defer logFile.Close()
-	// Pdeathsig fires when the thread that started the child exits, so
-	// that thread stays ours while CoreDNS runs: CoreDNS dies with us even
-	// on SIGKILL, and never with a recycled thread.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	cmd := exec.Command(s.cfg.Binary, "-conf", s.corefilePath)
-	cmd.Dir = s.cfg.Dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group, so a terminal's ^C reaches us first and we
-	// stop it in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start coredns: %w", err)
-	}
-	log.Info("coredns started", "pid", cmd.Process.Pid, "listen", s.cfg.Listen, "log", s.logPath)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
 		return err
-	case <-ctx.Done():
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-	log.Info("coredns stopped")
-	return nil
+	return proc.Start(ctx)
 }
 
 // WaitReady polls CoreDNS's /ready until it answers 200 (its kubernetes

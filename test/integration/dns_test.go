@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -66,8 +67,13 @@ func TestDNSWithCoreDNS(t *testing.T) {
 	}
 
 	addr := freeDNSAddr(t)
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hosts, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cfg := dns.Config{
 		Binary: binary, Dir: t.TempDir(), Listen: addr, ReadyAddress: freeLoopbackTCP(t), HealthAddress: "-", Upstream: "-",
+		HostsFile: hosts,
 	}
 	if err := dns.IssueCredentials(&cfg, c.cp.URL, c.cp.Bundle); err != nil {
 		t.Fatal(err)
@@ -130,6 +136,22 @@ func TestDNSWithCoreDNS(t *testing.T) {
 				t.Errorf("lookup %s: %v, want not found", name, err)
 			}
 		}
+	})
+	t.Run("names of the hosts file come and go", func(t *testing.T) {
+		// As the gateway writes them: its clusterIP for each record's host.
+		if err := os.WriteFile(hosts, []byte("10.96.0.77 minik8s.com\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dnsEventually(t, func() error { return wantHosts(ctx, r, "minik8s.com.", "10.96.0.77") })
+		if err := os.WriteFile(hosts, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dnsEventually(t, func() error {
+			if got, err := r.LookupHost(ctx, "minik8s.com."); err == nil {
+				return fmt.Errorf("minik8s.com still resolves to %v", got)
+			}
+			return nil
+		})
 	})
 	t.Run("changes arrive by watch", func(t *testing.T) {
 		// Names not asked before, so that CoreDNS's cache (30s) does not

@@ -1,0 +1,199 @@
+// Package supervisor keeps one child process of ours running: the real
+// programs minik8s drives from the control-plane host (CoreDNS, the
+// gateway's nginx). It restarts the child with back-off when it dies,
+// stops it when the context ends, makes sure it dies with us even on
+// SIGKILL, and can start it inside a network namespace.
+//
+// It owns the child process and its log file, nothing else: what the
+// child reads (its configuration) is written by the caller.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Config describes the child.
+type Config struct {
+	// Name is for logs ("coredns", "nginx").
+	Name string
+	// Path and Args are the program and its arguments (Args without the
+	// program name).
+	Path string
+	Args []string
+	// Dir is the child's working directory.
+	Dir string
+	// LogPath receives the child's stdout and stderr (appended).
+	LogPath string
+	// NetNS is the path of a network namespace to start the child in;
+	// empty: ours.
+	NetNS string
+	// RestartBackoff is the first wait before restarting a child that
+	// died (default 1s, doubling to 30s, back to the start after a minute
+	// of uptime).
+	RestartBackoff time.Duration
+	// StopTimeout is how long a SIGTERMed child gets before SIGKILL
+	// (default 5s).
+	StopTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Process supervises one child.
+type Process struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	current *os.Process // nil while not running
+	started chan struct{}
+	once    sync.Once
+}
+
+// New checks cfg and fills its defaults.
+func New(cfg Config) (*Process, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("supervisor: a program is required")
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.Path
+	}
+	if cfg.RestartBackoff <= 0 {
+		cfg.RestartBackoff = time.Second
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = 5 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Process{cfg: cfg, log: log.With("component", cfg.Name), started: make(chan struct{})}, nil
+}
+
+// Start runs the child and restarts it whenever it exits, until ctx
+// ends; then it stops the child (SIGTERM, SIGKILL after StopTimeout) and
+// returns nil.
+func (p *Process) Start(ctx context.Context) error {
+	backoff := p.cfg.RestartBackoff
+	for {
+		began := time.Now()
+		err := p.runOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(began) > time.Minute {
+			backoff = p.cfg.RestartBackoff
+		}
+		p.log.Warn("exited; restarting", "err", err, "in", backoff, "log", p.cfg.LogPath)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// Started is closed once the child has been started the first time.
+func (p *Process) Started() <-chan struct{} { return p.started }
+
+// Signal sends sig to the running child; it fails when none runs.
+func (p *Process) Signal(sig os.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.current == nil {
+		return fmt.Errorf("%s is not running", p.cfg.Name)
+	}
+	return p.current.Signal(sig)
+}
+
+func (p *Process) runOnce(ctx context.Context) error {
+	var logFile *os.File
+	if p.cfg.LogPath != "" {
+		f, err := os.OpenFile(p.cfg.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("%s log: %w", p.cfg.Name, err)
+		}
+		defer f.Close()
+		logFile = f
+	}
+	cmd := exec.Command(p.cfg.Path, p.cfg.Args...)
+	cmd.Dir = p.cfg.Dir
+	if logFile != nil {
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+	}
+	// Its own process group, so a terminal's ^C reaches us first and we
+	// stop it in order; SIGKILL when the thread that started it dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	// Pdeathsig fires when the thread that started the child exits, so
+	// that thread is ours alone while the child runs: a goroutine locked
+	// to it (and, for NetNS, moved into the namespace) that never
+	// unlocks, so Go discards the thread only after the child is gone.
+	done := make(chan error, 1)
+	startErr := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if p.cfg.NetNS != "" {
+			if err := setNetNS(p.cfg.NetNS); err != nil {
+				startErr <- err
+				return
+			}
+		}
+		if err := cmd.Start(); err != nil {
+			startErr <- fmt.Errorf("start %s: %w", p.cfg.Name, err)
+			return
+		}
+		startErr <- nil
+		done <- cmd.Wait()
+	}()
+	if err := <-startErr; err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.current = cmd.Process
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.current = nil
+		p.mu.Unlock()
+	}()
+	p.once.Do(func() { close(p.started) })
+	p.log.Info("started", "pid", cmd.Process.Pid, "log", p.cfg.LogPath)
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(p.cfg.StopTimeout):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	p.log.Info("stopped")
+	return nil
+}
+
+func setNetNS(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open netns %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("enter netns %s: %w", path, err)
+	}
+	return nil
+}
