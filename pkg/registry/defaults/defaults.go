@@ -9,6 +9,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
 )
 
 // Default fills in the server-side defaults for obj in place. It is safe to
@@ -108,6 +110,12 @@ func Default(obj runtime.Object) {
 	case *certificatesv1.CertificateSigningRequest:
 		if o != nil {
 			defaultCSR(o)
+		}
+
+	// minik8s.io/v1
+	case *minik8sv1.DNSRecord:
+		if o != nil {
+			defaultDNSRecord(o)
 		}
 	}
 	// ConfigMap, Event, ServiceAccount, Lease, Ingress and unknown kinds have

@@ -1,4 +1,4 @@
-// Package defaults owns server-side defaulting for every built-in kind that
+// Package defaults owns server-side defaulting for every kind that
 // the minik8s apiserver serves through its generic registry.
 //
 // The single entry point is Default, which the registry calls on the decoded
@@ -20,6 +20,7 @@
 //     kubernetes.io/metadata.name label.
 //   - Service: ipFamilyPolicy SingleStack and ipFamilies (service registry).
 //   - CertificateSigningRequest: a condition's status "True" when empty.
+//   - DNSRecord (minik8s.io/v1): a leading "/" on paths written without one.
 //
 // Default is idempotent: calling it on an already-defaulted object leaves the
 // object unchanged. Kinds it does not know are left untouched. It never

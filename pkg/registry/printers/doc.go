@@ -1,4 +1,5 @@
-// Package printers owns the server-side table columns for built-in kinds.
+// Package printers owns the server-side table columns of the kinds the
+// apiserver serves: Kubernetes' built-in kinds and minik8s' own.
 //
 // The apiserver answers requests that accept
 // "application/json;as=Table;g=meta.k8s.io;v=v1" with a metav1.Table. This

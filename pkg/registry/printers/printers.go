@@ -74,6 +74,7 @@ var registry = map[schema.GroupKind]Printer{
 	{Group: "storage.k8s.io", Kind: "StorageClass"}:                   storageClassPrinter,
 	{Group: "networking.k8s.io", Kind: "Ingress"}:                     ingressPrinter,
 	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: csrPrinter,
+	{Group: "minik8s.io", Kind: "DNSRecord"}:                          dnsRecordPrinter,
 }
 
 // typed builds a Printer from a function over one concrete API type. Objects

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
 )
 
 var (
@@ -971,6 +973,7 @@ var zeroObjects = map[schema.GroupKind]runtime.Object{
 	{Group: "storage.k8s.io", Kind: "StorageClass"}:                   &storagev1.StorageClass{},
 	{Group: "networking.k8s.io", Kind: "Ingress"}:                     &networkingv1.Ingress{},
 	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: &certificatesv1.CertificateSigningRequest{},
+	{Group: "minik8s.io", Kind: "DNSRecord"}:                          &minik8sv1.DNSRecord{},
 }
 
 // TestColumnDefinitions checks every printer's columns are well formed and

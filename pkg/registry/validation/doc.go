@@ -1,4 +1,4 @@
-// Package validation owns the server-side validation of every built-in kind
+// Package validation owns the server-side validation of every kind
 // the minik8s apiserver serves through its generic registry.
 //
 // The registry calls, after defaults.Default:
@@ -21,7 +21,9 @@
 // EndpointSlice; coordination.k8s.io/v1 Lease; storage.k8s.io/v1
 // StorageClass; networking.k8s.io/v1 Ingress; certificates.k8s.io/v1
 // CertificateSigningRequest (the request's PEM and signature, signer name,
-// usages, conditions, the issued certificate's PEM). Other kinds get ObjectMeta
+// usages, conditions, the issued certificate's PEM); minik8s.io/v1 DNSRecord
+// (host, paths safe for the gateway's nginx configuration, services, ports,
+// status address and conditions). Other kinds get ObjectMeta
 // checks only, with path-segment name rules (the rule RBAC kinds use).
 //
 // ValidateUpdate runs everything Validate does plus the metadata update

@@ -17,6 +17,8 @@ import (
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
 )
 
 // Validate checks an object that is about to be created. namespaced says
@@ -67,7 +69,8 @@ func nameRule(obj runtime.Object) apimachineryvalidation.ValidateNameFunc {
 		*corev1.Secret, *corev1.ServiceAccount, *corev1.PersistentVolumeClaim, *corev1.ReplicationController,
 		*appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.DaemonSet, *appsv1.StatefulSet,
 		*batchv1.Job, *batchv1.CronJob, *discoveryv1.EndpointSlice, *coordinationv1.Lease,
-		*storagev1.StorageClass, *networkingv1.Ingress, *networkingv1.IngressClass, *networkingv1.NetworkPolicy:
+		*storagev1.StorageClass, *networkingv1.Ingress, *networkingv1.IngressClass, *networkingv1.NetworkPolicy,
+		*minik8sv1.DNSRecord:
 		return apimachineryvalidation.NameIsDNSSubdomain
 	default:
 		return pathSegmentName
@@ -121,6 +124,8 @@ func validateKind(obj runtime.Object) field.ErrorList {
 		return validateIngress(o)
 	case *certificatesv1.CertificateSigningRequest:
 		return validateCSR(o)
+	case *minik8sv1.DNSRecord:
+		return validateDNSRecord(o)
 	}
 	return nil
 }
