@@ -294,6 +294,13 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 	om.SetResourceVersion(cm.GetResourceVersion())
 	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
 	defaults.Default(obj)
+	// metadata.generation is the server's, set before validation as
+	// Kubernetes' strategies do: a client sending none (a kubectl apply
+	// patch removing what a replace saved) or a stale one is not refused.
+	om.SetGeneration(cm.GetGeneration())
+	if !res.NoGeneration && !apiequality.Semantic.DeepEqual(specOf(obj), specOf(current)) {
+		om.SetGeneration(cm.GetGeneration() + 1)
+	}
 	validate := validation.ValidateUpdate
 	if sub == bindingResource {
 		validate = func(obj, _ runtime.Object, namespaced bool) field.ErrorList {
@@ -307,10 +314,6 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), om.GetName(), field.ErrorList{
 			field.Forbidden(field.NewPath("metadata", "finalizers"), "no new finalizers can be added if the object is being deleted"),
 		})
-	}
-	om.SetGeneration(cm.GetGeneration())
-	if !res.NoGeneration && !apiequality.Semantic.DeepEqual(specOf(obj), specOf(current)) {
-		om.SetGeneration(cm.GetGeneration() + 1)
 	}
 	return obj, nil
 }
