@@ -79,27 +79,44 @@ func newDiscovery(table *registry.Table) *discovery {
 			sub("portforward", "PodPortForwardOptions", "", "", metav1.Verbs{"create", "get"})
 		}
 	}
+	d.orderGroups()
+	return d
+}
+
+// orderGroups rebuilds the /apis list from byGroup: Kubernetes lists its
+// own groups first; ours (minik8s.io) after.
+func (d *discovery) orderGroups() {
 	names := make([]string, 0, len(d.byGroup))
 	for name := range d.byGroup {
 		names = append(names, name)
 	}
-	// Kubernetes lists its own groups first; ours (minik8s.io) after.
-	sort.SliceStable(names, func(i, j int) bool { return groupRank(names[i]) < groupRank(names[j]) })
+	sort.Slice(names, func(i, j int) bool {
+		if ri, rj := groupRank(names[i]), groupRank(names[j]); ri != rj {
+			return ri < rj
+		}
+		return names[i] < names[j]
+	})
+	d.groups.Groups = d.groups.Groups[:0]
 	for _, name := range names {
 		d.groups.Groups = append(d.groups.Groups, *d.byGroup[name])
 	}
-	return d
 }
 
 var groupOrder = []string{"apps", "events.k8s.io", "autoscaling", "batch", "networking.k8s.io", "storage.k8s.io", "coordination.k8s.io", "discovery.k8s.io"}
 
+// groupRank orders the groups of /apis: those of groupOrder as listed,
+// then other Kubernetes groups (certificates.k8s.io, ...), then any other
+// (minik8s.io). Groups of one rank go by name.
 func groupRank(g string) int {
 	for i, name := range groupOrder {
 		if name == g {
 			return i
 		}
 	}
-	return len(groupOrder) + int(strings.Count(g, "."))
+	if !strings.Contains(g, ".") || strings.HasSuffix(g, ".k8s.io") {
+		return len(groupOrder)
+	}
+	return len(groupOrder) + 1
 }
 
 // serveDiscovery answers /api, /api/v1, /apis, /apis/{g} and /apis/{g}/{v}.

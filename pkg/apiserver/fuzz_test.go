@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/defaults"
@@ -91,6 +90,10 @@ var fuzzSeeds = []struct {
 	{0, ";;;", `{}`},
 	{0, "application/vnd.kubernetes.protobuf", "k8s\x00\n\x09\n\x02v1\x12\x03Pod\x12\x00"},
 	{0, "application/vnd.kubernetes.protobuf", "k8s\x00\xff\xff\xff"},
+	// 21<<3: table.All[21], the first resource after Builtin's 21, DNSRecord.
+	{21 << 3, "application/json", `{"apiVersion":"minik8s.io/v1","kind":"DNSRecord","metadata":{"name":"r"},"spec":{"host":"minik8s.com","paths":[{"path":"p","service":"s","port":"http"},{"path":"/q","service":"t","port":8080}]}}`},
+	{21 << 3, "application/json", `{"spec":{"host":"*.A","paths":[{"path":"/a;b","port":1e99},{"port":"x;y"},{"port":null},{"port":[1]}]}}`},
+	{21 << 3, "application/vnd.kubernetes.protobuf", "k8s\x00\n\x18\n\rminik8s.io/v1\x12\tDNSRecord\x12\x00"},
 	{1, "", `[{"op":"replace","path":"/spec/containers/0/image","value":"nginx:1.26"}]`},
 	{1, "", `[{"op":"add","path":"/metadata/labels/b","value":"c"},{"op":"remove","path":"/spec/containers/1"}]`},
 	{1, "", `[{"op":"copy","from":"/spec","path":"/metadata/annotations/x"},{"op":"move","from":"/spec/containers/0","path":"/spec/containers/-"}]`},
@@ -152,7 +155,11 @@ func FuzzDecode(f *testing.F) {
 			f.Add(s.op, directive, s.contentType, []byte(s.body))
 		}
 	}
-	table, err := registry.NewTable(clientgoscheme.Scheme, registry.Builtin())
+	scheme, err := registry.NewScheme()
+	if err != nil {
+		f.Fatal(err)
+	}
+	table, err := registry.NewTable(scheme, registry.All())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -167,7 +174,7 @@ func FuzzDecode(f *testing.F) {
 			break
 		}
 	}
-	s := &Server{scheme: clientgoscheme.Scheme, codecs: serializer.NewCodecFactory(clientgoscheme.Scheme), table: table, now: time.Now}
+	s := &Server{scheme: scheme, codecs: serializer.NewCodecFactory(scheme), table: table, now: time.Now}
 	directives := []string{metav1.FieldValidationStrict, metav1.FieldValidationWarn, metav1.FieldValidationIgnore}
 
 	f.Fuzz(func(t *testing.T, op, directive uint8, contentType string, body []byte) {

@@ -86,7 +86,7 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 	ctx := r.Context()
 	switch info.Verb {
 	case "get":
-		out, err := negotiate(s.codecs, r.Header.Get("Accept"), true)
+		out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), true)
 		if err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 		encode(w, http.StatusOK, out, rendered)
 		return nil
 	case "list":
-		out, err := negotiate(s.codecs, r.Header.Get("Accept"), true)
+		out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), true)
 		if err != nil {
 			return err
 		}
@@ -122,7 +122,7 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 	case "watch":
 		return s.serveWatch(w, r, res, info)
 	case "create":
-		out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+		out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), false)
 		if err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 	case "patch":
 		return s.servePatch(w, r, res, info, mainResource)
 	case "delete":
-		out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+		out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), false)
 		if err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 		encode(w, http.StatusOK, out, obj)
 		return nil
 	case "deletecollection":
-		out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+		out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), false)
 		if err != nil {
 			return err
 		}
@@ -218,7 +218,7 @@ func (s *Server) decodeRequest(r *http.Request, gvk schema.GroupVersionKind, obj
 }
 
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, sub subresource) error {
-	out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+	out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), false)
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 }
 
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, sub subresource) error {
-	out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+	out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), false)
 	if err != nil {
 		return err
 	}
@@ -298,7 +298,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, res *regist
 	}
 	switch info.Verb {
 	case "get":
-		out, err := negotiate(s.codecs, r.Header.Get("Accept"), false)
+		out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), false)
 		if err != nil {
 			return err
 		}

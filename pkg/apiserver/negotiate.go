@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/minik8s/minik8s/pkg/registry"
 )
 
 // outputKind is what the client asked the server to render.
@@ -28,10 +31,40 @@ type output struct {
 	info runtime.SerializerInfo
 }
 
+// mediaTypeLister is what negotiation needs of a codec factory.
+type mediaTypeLister interface {
+	SupportedMediaTypes() []runtime.SerializerInfo
+}
+
+// codecsFor offers the encodings of res's objects: kinds without a
+// protobuf encoding (minik8s.io's) are served as JSON or YAML, so a client
+// that accepts protobuf or JSON gets JSON, as for Kubernetes' custom
+// resources.
+func (s *Server) codecsFor(res *registry.Resource) mediaTypeLister {
+	if hasProtobuf(res.New()) {
+		return s.codecs
+	}
+	return withoutProtobuf{s.codecs}
+}
+
+// hasProtobuf says whether the protobuf serializer can encode obj.
+func hasProtobuf(obj runtime.Object) bool {
+	_, ok := obj.(interface{ Marshal() ([]byte, error) })
+	return ok
+}
+
+type withoutProtobuf struct{ codecs serializer.CodecFactory }
+
+func (c withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
+	return slices.DeleteFunc(slices.Clone(c.codecs.SupportedMediaTypes()), func(info runtime.SerializerInfo) bool {
+		return info.MediaType == runtime.ContentTypeProtobuf
+	})
+}
+
 // negotiate picks the first acceptable media type from Accept, the way
 // Kubernetes does: as=Table and as=PartialObjectMetadata[List] in group
 // meta.k8s.io select transformed output; plain types select the encoding.
-func negotiate(codecs serializer.CodecFactory, accept string, allowTransform bool) (output, error) {
+func negotiate(codecs mediaTypeLister, accept string, allowTransform bool) (output, error) {
 	if strings.TrimSpace(accept) == "" {
 		accept = "application/json"
 	}
@@ -71,7 +104,7 @@ func negotiate(codecs serializer.CodecFactory, accept string, allowTransform boo
 	return output{}, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "", fmt.Sprintf("only the following media types are accepted: %s", strings.Join(mediaTypes(codecs), ", ")), 0, false)
 }
 
-func mediaTypes(codecs serializer.CodecFactory) []string {
+func mediaTypes(codecs mediaTypeLister) []string {
 	var out []string
 	for _, info := range codecs.SupportedMediaTypes() {
 		out = append(out, info.MediaType)

@@ -189,7 +189,7 @@ func (d *discovery) addMetricsAPI() {
 	g := &metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: gv.Group,
 		Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v}
 	d.byGroup[gv.Group] = g
-	d.groups.Groups = append(d.groups.Groups, *g)
+	d.orderGroups()
 	verbs := metav1.Verbs{"get", "list"}
 	d.resources[gv] = &metav1.APIResourceList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String(),

@@ -20,7 +20,6 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
@@ -38,7 +37,7 @@ type Config struct {
 	EncryptionKey []byte
 	// Authenticator identifies callers; nil serves everyone (in-process tests only).
 	Authenticator authn.Authenticator
-	// Resources to serve; nil means registry.Builtin().
+	// Resources to serve; nil means registry.All().
 	Resources []*registry.Resource
 	// BookmarkInterval is how often watches that allow bookmarks get one.
 	BookmarkInterval time.Duration
@@ -84,7 +83,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("apiserver: a Store is required")
 	}
 	if cfg.Resources == nil {
-		cfg.Resources = registry.Builtin()
+		cfg.Resources = registry.All()
 	}
 	if cfg.BookmarkInterval == 0 {
 		cfg.BookmarkInterval = time.Minute
@@ -108,7 +107,10 @@ func New(cfg Config) (*Server, error) {
 	if _, err := fmt.Sscanf(cfg.NodePortRange, "%d-%d", &portMin, &portMax); err != nil || portMin < 1 || portMax > 65535 || portMin > portMax {
 		return nil, fmt.Errorf("node port range %q: want min-max", cfg.NodePortRange)
 	}
-	scheme := clientgoscheme.Scheme
+	scheme, err := registry.NewScheme()
+	if err != nil {
+		return nil, err
+	}
 	table, err := registry.NewTable(scheme, cfg.Resources)
 	if err != nil {
 		return nil, err
@@ -284,6 +286,9 @@ func (s *Server) bodyJSON(r *http.Request, data []byte, gvk schema.GroupVersionK
 	obj, err := s.scheme.New(gvk)
 	if err != nil {
 		return nil, err
+	}
+	if !hasProtobuf(obj) {
+		return nil, unsupportedMediaType(mt)
 	}
 	if _, _, err := info.Serializer.Decode(data, &gvk, obj); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("decode protobuf body: %v", err))

@@ -88,7 +88,7 @@ func (ws *watchStream) bookmark(rev int64, annotations map[string]string) error 
 // revision, with periodic BOOKMARKs when allowed, and a 410 ERROR event when
 // the start revision has been compacted away.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	out, err := negotiate(s.codecs, r.Header.Get("Accept"), true)
+	out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), true)
 	if err != nil {
 		return err
 	}
