@@ -20,10 +20,11 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # The node runtime: containerd + runc, the CNI plugins, busybox for the built-in
-# image, and the kernel plumbing tools. Installed only as root and only when
+# image, the kernel plumbing tools, and nginx for the gateway (pkg/gateway).
+# Installed only as root and only when
 # missing; without root the runtime tests skip and say why.
 runtime_pkgs=()
-for pkg in containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables; do
+for pkg in containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables nginx; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || runtime_pkgs+=("$pkg")
 done
 if [ ${#runtime_pkgs[@]} -gt 0 ]; then
@@ -33,7 +34,16 @@ if [ ${#runtime_pkgs[@]} -gt 0 ]; then
 		apt-get -o DPkg::Lock::Timeout=600 update -qq
 		# --no-install-recommends: containerd must not pull in a systemd unit
 		# start or docker; we start containerd ourselves when none is running.
+		# Packages must not start their services (nginx would take port 80):
+		# minik8s runs nginx itself, with its own configuration.
+		own_policy=
+		if [ ! -e /usr/sbin/policy-rc.d ]; then
+			printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+			chmod +x /usr/sbin/policy-rc.d
+			own_policy=1
+		fi
 		apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${runtime_pkgs[@]}"
+		[ -z "$own_policy" ] || rm -f /usr/sbin/policy-rc.d
 	else
 		echo "note: not root, so not installing ${runtime_pkgs[*]} (the container runtime tests will skip)" >&2
 	fi

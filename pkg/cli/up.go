@@ -7,14 +7,17 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/minik8s/minik8s/pkg/apiserver"
 	"github.com/minik8s/minik8s/pkg/controlplane"
 	"github.com/minik8s/minik8s/pkg/dns"
+	"github.com/minik8s/minik8s/pkg/gateway"
 	"github.com/minik8s/minik8s/pkg/node"
 )
 
@@ -58,11 +61,11 @@ func upCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("node credential: %w", err)
 			}
-			clusterDNS, stopDNS, err := startDNS(ctx, cp, f, log)
+			clusterDNS, stopAddons, err := startAddons(ctx, cp, f, log)
 			if err != nil {
 				return err
 			}
-			defer stopDNS()
+			defer stopAddons()
 			return node.Run(ctx, node.Config{
 				ClusterDNS: clusterDNS, ClusterDomain: dns.DefaultClusterDomain,
 				NodeName: f.nodeName, NodeIP: f.nodeIP,
@@ -86,35 +89,58 @@ func upCommand() *cobra.Command {
 	return cmd
 }
 
-// startDNS runs CoreDNS on this host in the background (pkg/dns, see
-// docs/design/0007-dns.md) and returns the nameservers for the kubelet:
-// the kube-dns clusterIP, or none (the host's resolvers) when there is no
-// coredns binary. stop ends CoreDNS and waits for it.
-func startDNS(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, log *slog.Logger) (nameservers []string, stop func(), err error) {
-	if _, err := dns.FindBinary(); err != nil {
-		log.Warn("cluster DNS is off: no coredns binary (make deps installs it); pods use the host's resolvers", "err", err)
-		return nil, func() {}, nil
-	}
-	clusterIP, err := dns.ServiceIP(f.serviceCIDR)
+// startAddons runs the cluster's add-ons on this host in the background:
+// the gateway's nginx (pkg/gateway) and CoreDNS (pkg/dns), which serves
+// the gateway's host names too (see docs/design/0007-dns.md and
+// 0008-gateway.md). It returns the nameservers for the kubelet: the
+// kube-dns clusterIP, or none (the host's resolvers) when there is no
+// coredns binary. stop ends them and waits.
+func startAddons(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, log *slog.Logger) (nameservers []string, stop func(), err error) {
+	rc := &rest.Config{Host: cp.URL, UserAgent: "minik8s-addons",
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: cp.Bundle.AdminCertPEM, KeyData: cp.Bundle.AdminKeyPEM}}
+	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, nil, err
 	}
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: cp.URL, UserAgent: "minik8s-dns",
-		TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: cp.Bundle.AdminCertPEM, KeyData: cp.Bundle.AdminKeyPEM}})
+	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		err := dns.RunOnHost(ctx, dns.HostConfig{
+	var wg sync.WaitGroup
+	stop = func() { cancel(); wg.Wait() }
+	run := func(name string, start func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := start(ctx); err != nil {
+				log.Error(name+" stopped", "err", err)
+			}
+		}()
+	}
+	var hostsFile string
+	gw, err := gateway.New(gateway.Config{Client: client, Dynamic: dyn, Dir: filepath.Join(f.dataDir, "gateway"),
+		NodeName: f.nodeName, AllowNets: []string{f.clusterCIDR, "127.0.0.0/8"}, Logger: log})
+	if err != nil {
+		log.Warn("gateway is off: DNSRecords and Ingresses are not served", "err", err)
+	} else {
+		hostsFile = gw.HostsFile()
+		run("gateway", gw.Start)
+	}
+	if _, err := dns.FindBinary(); err != nil {
+		log.Warn("cluster DNS is off: no coredns binary (make deps installs it); pods use the host's resolvers", "err", err)
+		return nil, stop, nil
+	}
+	clusterIP, err := dns.ServiceIP(f.serviceCIDR)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	run("cluster DNS", func(ctx context.Context) error {
+		return dns.RunOnHost(ctx, dns.HostConfig{
 			DataDir: f.dataDir, APIServer: cp.URL, Bundle: cp.Bundle, Client: client, NodeName: f.nodeName,
-			ServiceCIDR: f.serviceCIDR, ClusterCIDR: f.clusterCIDR, Logger: log,
+			ServiceCIDR: f.serviceCIDR, ClusterCIDR: f.clusterCIDR, HostsFile: hostsFile, Logger: log,
 		})
-		if err != nil {
-			log.Error("cluster DNS stopped", "err", err)
-		}
-	}()
-	return []string{clusterIP.String()}, func() { cancel(); <-done }, nil
+	})
+	return []string{clusterIP.String()}, stop, nil
 }

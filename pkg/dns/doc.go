@@ -7,7 +7,7 @@
 //
 // It owns <data-dir>/dns (Corefile, kubeconfig, coredns.log), the
 // kube-dns Service and the EndpointSlice labelled
-// endpointslice.kubernetes.io/managed-by=minik8s.io/dns. It does not
+// endpointslice.kubernetes.io/managed-by=dns.minik8s.io. It does not
 // program service routing: the proxy (pkg/proxy) DNATs the clusterIP to
 // the slice's endpoints like any other Service. See docs/design/0007-dns.md.
 package dns

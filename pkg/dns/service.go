@@ -13,7 +13,7 @@ import (
 // Names of the DNS Service and its ports.
 const (
 	ServiceName = "kube-dns"
-	ManagedBy   = "minik8s.io/dns"
+	ManagedBy   = "dns.minik8s.io"
 	PortName    = "dns"
 	TCPPortName = "dns-tcp"
 	ServicePort = 53

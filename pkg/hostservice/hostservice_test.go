@@ -12,7 +12,7 @@ import (
 
 func dnsLike(clusterIP string) Service {
 	return Service{
-		Namespace: "kube-system", Name: "kube-dns", ClusterIP: clusterIP, ManagedBy: "minik8s.io/dns",
+		Namespace: "kube-system", Name: "kube-dns", ClusterIP: clusterIP, ManagedBy: "dns.minik8s.io",
 		Labels: map[string]string{"k8s-app": "kube-dns"},
 		Ports: []Port{
 			{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: 10053},
@@ -44,7 +44,7 @@ func TestEnsureConverges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slice.Labels["kubernetes.io/service-name"] != "kube-dns" || slice.Labels["endpointslice.kubernetes.io/managed-by"] != "minik8s.io/dns" {
+	if slice.Labels["kubernetes.io/service-name"] != "kube-dns" || slice.Labels["endpointslice.kubernetes.io/managed-by"] != "dns.minik8s.io" {
 		t.Errorf("slice labels = %v", slice.Labels)
 	}
 	if len(slice.Endpoints) != 1 || slice.Endpoints[0].Addresses[0] != "10.244.0.1" || *slice.Endpoints[0].NodeName != "n1" ||

@@ -51,6 +51,8 @@ type cluster struct {
 	lan        *lan
 	nodes      map[string]*testNode
 	logs       *os.File
+	// clusterDNS is what kubelets give ClusterFirst pods (newClusterWithAddons).
+	clusterDNS []string
 }
 
 // testNode is one kubelet: its namespace, address and the node.Run
@@ -92,6 +94,11 @@ func newCluster(t *testing.T, n int) *cluster {
 // by tune (shorter controller periods, as a user could configure them).
 func newClusterWith(t *testing.T, n int, tune func(*controlplane.Config)) *cluster {
 	t.Helper()
+	return startCluster(t, n, tune, false)
+}
+
+func startCluster(t *testing.T, n int, tune func(*controlplane.Config), addons bool) *cluster {
+	t.Helper()
 	addr := requireNodes(t)
 	b := make([]byte, 2)
 	_, _ = rand.Read(b)
@@ -117,6 +124,9 @@ func newClusterWith(t *testing.T, n int, tune func(*controlplane.Config)) *clust
 	}
 	c.startControlPlane(tune)
 	c.lan = newLAN(t, c.tag)
+	if addons {
+		c.clusterDNS = []string{clusterDNSIP}
+	}
 	for i := 1; i <= n; i++ {
 		c.addNode(fmt.Sprintf("%s-n%d", c.tag, i), nil)
 	}
@@ -203,7 +213,7 @@ func (c *cluster) startNode(n *testNode) {
 		REST: &rest.Config{Host: c.cp.URL, QPS: 50, Burst: 100,
 			TLSClientConfig: rest.TLSClientConfig{CAData: c.cp.Bundle.CAPEM, CertData: certPEM, KeyData: keyPEM}},
 		ClientCA: c.cp.Bundle.CAPool, ContainerdAddress: c.containerd,
-		ClusterCIDR: controlplane.DefaultClusterCIDR, RootDir: n.rootDir,
+		ClusterCIDR: controlplane.DefaultClusterCIDR, ServiceCIDR: serviceCIDR, RootDir: n.rootDir, ClusterDNS: c.clusterDNS,
 		KubeletAddress: net.JoinHostPort(n.ip.String(), "10250"), HostNetNS: n.netns,
 		Logger: c.logger().With("node", n.name),
 	}

@@ -1,0 +1,39 @@
+// Package gateway is the seeds' "domain + path" gateway and the cluster's
+// Ingress controller: one nginx (Debian's), run and reconfigured by us,
+// that routes http://<host>/<path> to Services.
+//
+// # What it serves
+//
+//   - minik8s.io/v1 DNSRecords: spec.host, and paths each naming a
+//     Service and port of the record's namespace. A path is a prefix that
+//     is stripped before forwarding, as the seeds' nginx did:
+//     http://minik8s.com/path1/x reaches the Service as /x.
+//   - networking.k8s.io/v1 Ingresses: rules (host or none), paths with
+//     pathType Exact or Prefix (ImplementationSpecific is Prefix), and the
+//     defaultBackend, with Kubernetes' semantics: the path is passed on
+//     unchanged. Every Ingress is served whatever its ingressClassName:
+//     this is the cluster's only Ingress controller.
+//
+// Where two objects claim the same host and path, the older one keeps it
+// and the other reports the conflict in its status.
+//
+// # How traffic and names reach it
+//
+// nginx listens on Config.Port (10080) on the host it runs on, or in the
+// node namespace Config.NetNS, and forwards to Services' clusterIPs, so
+// the node's proxy (pkg/proxy) picks the endpoint. The Service
+// kube-system/minik8s-gateway (port 80, published with pkg/hostservice)
+// leads pods to it; every DNSRecord host and every Ingress host resolves,
+// in the cluster DNS, to that Service's clusterIP: the gateway keeps a
+// hosts(5) file that CoreDNS serves (pkg/dns Config.HostsFile).
+//
+// # What it owns
+//
+// Config.Dir (nginx.conf, its logs and temp files, the hosts file), the
+// nginx process, the minik8s-gateway Service and its slice, and the status
+// of DNSRecords and Ingresses (address, conditions). It writes nothing
+// else. A change is applied by validating the new configuration with
+// `nginx -t` and reloading (SIGHUP): nginx finishes requests in flight
+// and other routes keep answering. A configuration nginx refuses is not
+// applied; the error is logged and the old one stays.
+package gateway

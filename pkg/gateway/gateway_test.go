@@ -1,0 +1,181 @@
+package gateway
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
+)
+
+func svc(name, ip string, ports ...corev1.ServicePort) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: ports}}
+}
+
+func lookup(svcs ...*corev1.Service) serviceLookup {
+	return func(ns, name string) (*corev1.Service, bool) {
+		for _, s := range svcs {
+			if s.Namespace == ns && s.Name == name {
+				return s, true
+			}
+		}
+		return nil, false
+	}
+}
+
+func record(name string, age int, host string, paths ...minik8sv1.DNSRecordPath) *minik8sv1.DNSRecord {
+	return &minik8sv1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, CreationTimestamp: metav1.NewTime(time.Unix(int64(1000-age), 0))},
+		Spec:       minik8sv1.DNSRecordSpec{Host: host, Paths: paths},
+	}
+}
+
+func ingress(name string, age int, spec networkingv1.IngressSpec) *networkingv1.Ingress {
+	return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
+		CreationTimestamp: metav1.NewTime(time.Unix(int64(1000-age), 0))}, Spec: spec}
+}
+
+func ingressPath(path string, typ networkingv1.PathType, service string, port int32) networkingv1.HTTPIngressPath {
+	return networkingv1.HTTPIngressPath{Path: path, PathType: &typ, Backend: networkingv1.IngressBackend{
+		Service: &networkingv1.IngressServiceBackend{Name: service, Port: networkingv1.ServiceBackendPort{Number: port}}}}
+}
+
+func TestBuildAndRender(t *testing.T) {
+	services := lookup(
+		svc("a", "10.96.0.11", corev1.ServicePort{Name: "http", Port: 80}),
+		svc("b", "10.96.0.12", corev1.ServicePort{Name: "web", Port: 8080}),
+		svc("headless", "None", corev1.ServicePort{Port: 80}),
+	)
+	tests := []struct {
+		name         string
+		recs         []*minik8sv1.DNSRecord
+		ings         []*networkingv1.Ingress
+		want, avoid  []string
+		names        []string
+		problemsOf   string // object name with problems
+		problemWants string
+	}{{
+		name: "the seeds' record: two paths on one host, stripped",
+		recs: []*minik8sv1.DNSRecord{record("r", 1, "minik8s.com",
+			minik8sv1.DNSRecordPath{Path: "/path1", Service: "a", Port: intstr.FromInt32(80)},
+			minik8sv1.DNSRecordPath{Path: "path2", Service: "b", Port: intstr.FromString("web")})},
+		want: []string{"server_name minik8s.com;", "location /path1/ {", "proxy_pass http://10.96.0.11:80/;",
+			"location /path2/ {", "proxy_pass http://10.96.0.12:8080/;", "listen 10080 default_server;"},
+		names: []string{"minik8s.com"},
+	}, {
+		name: "missing backend answers 503 and is reported",
+		recs: []*minik8sv1.DNSRecord{record("r", 1, "x.io",
+			minik8sv1.DNSRecordPath{Path: "/p", Service: "nope", Port: intstr.FromInt32(80)},
+			minik8sv1.DNSRecordPath{Path: "/q", Service: "a", Port: intstr.FromInt32(81)},
+			minik8sv1.DNSRecordPath{Path: "/h", Service: "headless", Port: intstr.FromInt32(80)})},
+		want:       []string{`return 503 "no backend for /p/\n";`, `return 503 "no backend for /q/\n";`},
+		names:      []string{"x.io"},
+		problemsOf: "r", problemWants: "service default/nope not found; service default/a has no TCP port 81; service default/headless has no clusterIP",
+	}, {
+		name: "ingress: exact, prefix on segments, default backend, no host",
+		ings: []*networkingv1.Ingress{ingress("i", 1, networkingv1.IngressSpec{
+			DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "b", Port: networkingv1.ServiceBackendPort{Name: "web"}}},
+			Rules: []networkingv1.IngressRule{{Host: "shop.example.com", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+				Paths: []networkingv1.HTTPIngressPath{ingressPath("/exact", networkingv1.PathTypeExact, "a", 80), ingressPath("/api/", networkingv1.PathTypePrefix, "a", 80)}}}},
+				{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+					Paths: []networkingv1.HTTPIngressPath{ingressPath("/any", networkingv1.PathTypeImplementationSpecific, "a", 80)}}}}},
+		})},
+		want: []string{"server_name shop.example.com;", "location = /exact {", "location = /api {", "location /api/ {",
+			"proxy_pass http://10.96.0.11:80;", "server_name _;", "location = /any {", "location / {\n            proxy_pass http://10.96.0.12:8080;"},
+		avoid: []string{"proxy_pass http://10.96.0.11:80/;"},
+		names: []string{"shop.example.com"},
+	}, {
+		name: "the older object keeps a contested path",
+		recs: []*minik8sv1.DNSRecord{
+			record("young", 1, "minik8s.com", minik8sv1.DNSRecordPath{Path: "/p", Service: "b", Port: intstr.FromInt32(8080)}),
+			record("old", 5, "minik8s.com", minik8sv1.DNSRecordPath{Path: "/p", Service: "a", Port: intstr.FromInt32(80)}),
+		},
+		want:       []string{"proxy_pass http://10.96.0.11:80/;"},
+		avoid:      []string{"10.96.0.12"},
+		names:      []string{"minik8s.com"},
+		problemsOf: "young", problemWants: "minik8s.com/p/ is already routed by dnsrecord default/old",
+	}, {
+		name: "paths that could inject into nginx.conf are refused",
+		ings: []*networkingv1.Ingress{ingress("evil", 1, networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "e.io",
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+				Paths: []networkingv1.HTTPIngressPath{ingressPath("/x;} server {", networkingv1.PathTypeExact, "a", 80)}}}}}})},
+		avoid:      []string{"/x;"},
+		problemsOf: "evil", problemWants: "e.io/x;} server {: the gateway routes only",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, problems := build(services, tc.recs, tc.ings)
+			conf := nginxConfig("/d", DefaultPort, []string{"10.244.0.0/16"}, r)
+			for _, w := range tc.want {
+				if !strings.Contains(conf, w) {
+					t.Errorf("config lacks %q:\n%s", w, conf)
+				}
+			}
+			for _, a := range tc.avoid {
+				if strings.Contains(conf, a) {
+					t.Errorf("config has %q:\n%s", a, conf)
+				}
+			}
+			if got := r.names(); strings.Join(got, ",") != strings.Join(tc.names, ",") {
+				t.Errorf("names = %v, want %v", got, tc.names)
+			}
+			for obj, probs := range problems {
+				msg := problemsMessage(probs)
+				if obj.name == tc.problemsOf {
+					if !strings.HasPrefix(msg, tc.problemWants) {
+						t.Errorf("problems of %s = %q, want %q", obj.name, msg, tc.problemWants)
+					}
+				} else if len(probs) > 0 {
+					t.Errorf("unexpected problems of %s: %q", obj.name, msg)
+				}
+			}
+			if tc.problemsOf != "" && len(problems[objectKey{"DNSRecord", "default", tc.problemsOf}])+len(problems[objectKey{"Ingress", "default", tc.problemsOf}]) == 0 {
+				t.Errorf("%s has no problems, want %q", tc.problemsOf, tc.problemWants)
+			}
+			nginxAccepts(t, r)
+		})
+	}
+}
+
+// nginxAccepts runs the real `nginx -t` on the rendered configuration.
+func nginxAccepts(t *testing.T, r routes) {
+	t.Helper()
+	bin, err := FindNginx()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Logf("not checked with nginx -t: %v", err)
+		return
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(nginxConfig(dir, 18080, []string{"127.0.0.0/8"}, r)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "-t", "-q", "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log")).CombinedOutput(); err != nil {
+		t.Errorf("nginx -t: %v: %s", err, out)
+	}
+}
+
+func TestHostsFile(t *testing.T) {
+	got := hostsFile("10.96.0.20", []string{"a.io", "minik8s.com"})
+	if !strings.Contains(got, "10.96.0.20 a.io\n10.96.0.20 minik8s.com\n") {
+		t.Errorf("hosts file = %q", got)
+	}
+	if got := hostsFile("", []string{"a.io"}); strings.Contains(got, "a.io") {
+		t.Errorf("hosts file without an address names hosts: %q", got)
+	}
+}

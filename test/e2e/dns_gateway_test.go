@@ -1,0 +1,313 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minik8s/minik8s/pkg/kubelet/network"
+)
+
+// webApp is a Deployment of busybox httpd pods that answer "<name>
+// <hostname>" on port 8080, and a Service <name> on port 80.
+func webApp(name string, replicas int) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s}
+spec:
+  replicas: %[2]d
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: web
+        image: busybox
+        command: ["sh", "-c", "mkdir -p /www && echo %[1]s $(hostname) > /www/index.html && exec httpd -f -p 8080 -h /www"]
+        readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: %[1]s}
+spec:
+  selector: {app: %[1]s}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+`, name, replicas)
+}
+
+// TestDNSAndGateway: pods find Services by name through the cluster DNS
+// (the real CoreDNS), and the seeds' DNSRecord routes minik8s.com/path1
+// and /path2 to two Services, from pods and from another host; an update
+// adds a path without disturbing the others; a deleted record's name
+// stops resolving. An Ingress is served by the same gateway.
+func TestDNSAndGateway(t *testing.T) {
+	c := newClusterWithAddons(t, 2)
+	k := c.kubectl
+	ctx := context.Background()
+	n2 := c.nodes[c.tag+"-n2"]
+	for _, app := range []string{"a", "b", "c"} {
+		c.apply(webApp(app, 2))
+	}
+	c.apply(`apiVersion: v1
+kind: Service
+metadata: {name: a-pods}
+spec:
+  clusterIP: None
+  selector: {app: a}
+  ports: [{name: http, port: 8080}]
+`)
+	c.apply(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  nodeName: %s
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: sh, image: busybox, command: ["sleep", "3600"]}
+`, n2.name))
+	c.waitPod("default", "client", 2*time.Minute, "Running", running)
+	for _, app := range []string{"a", "b", "c"} {
+		c.waitFor(2*time.Minute, "deployment "+app+" available", func(ctx context.Context) (bool, error) {
+			d, err := c.client.AppsV1().Deployments("default").Get(ctx, app, metav1.GetOptions{})
+			return err == nil && d.Status.AvailableReplicas == 2, nil
+		})
+	}
+	svcA, err := c.client.CoreV1().Services("default").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(cmd string) (string, error) {
+		out, stderr, err := k.Run(t, "exec", "client", "--", "sh", "-c", cmd)
+		if err != nil {
+			return out, fmt.Errorf("%s: %v: %s %s", cmd, err, strings.TrimSpace(out), strings.TrimSpace(stderr))
+		}
+		return out, nil
+	}
+	// fetch is wget from the client pod, on the cluster DNS.
+	fetch := func(url string) (string, error) { return exec("timeout 5 wget -qO- " + url) }
+	eventually := func(what string, cond func() error) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			err := cond()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %s: %v", what, err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	answersFrom := func(url, app string) func() error {
+		return func() error {
+			out, err := fetch(url)
+			if err != nil {
+				return err
+			}
+			if !strings.HasPrefix(out, app+" ") {
+				return fmt.Errorf("%s answered %q, want %s", url, out, app)
+			}
+			return nil
+		}
+	}
+
+	t.Run("service names resolve in pods", func(t *testing.T) {
+		eventually("nslookup of the full name", func() error {
+			out, err := exec("timeout 10 nslookup a.default.svc.cluster.local")
+			if err == nil && !strings.Contains(out, svcA.Spec.ClusterIP) {
+				err = fmt.Errorf("%q lacks %s", out, svcA.Spec.ClusterIP)
+			}
+			return err
+		})
+		// The pod's resolver (search path, ndots 5) finds the short forms.
+		for _, name := range []string{"a", "a.default", "a.default.svc", "a.default.svc.cluster.local"} {
+			eventually("http://"+name+"/", answersFrom("http://"+name+"/", "a"))
+		}
+		pods, err := c.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually("the headless service's pod IPs", func() error {
+			out, err := exec("timeout 10 nslookup a-pods.default.svc.cluster.local")
+			if err != nil {
+				return err
+			}
+			for _, p := range pods.Items {
+				if !strings.Contains(out, p.Status.PodIP) {
+					return fmt.Errorf("headless lookup %q lacks pod %s (%s)", out, p.Name, p.Status.PodIP)
+				}
+			}
+			return nil
+		})
+		out, err := exec("timeout 10 nslookup nosuch.default.svc.cluster.local")
+		if err == nil || !strings.Contains(out+err.Error(), "NXDOMAIN") {
+			t.Errorf("a missing name: %q, %v; want NXDOMAIN", out, err)
+		}
+	})
+
+	t.Run("a DNSRecord routes host and paths to services", func(t *testing.T) {
+		c.apply(`apiVersion: minik8s.io/v1
+kind: DNSRecord
+metadata: {name: site}
+spec:
+  host: minik8s.com
+  paths:
+  - {path: /path1, service: a, port: 80}
+  - {path: /path2, service: b, port: http}
+`)
+		eventually("minik8s.com/path1 from a pod", answersFrom("http://minik8s.com/path1/", "a"))
+		eventually("minik8s.com/path2 from a pod", answersFrom("http://minik8s.com/path2/", "b"))
+		// From another host (node n2's own namespace), on the cluster DNS.
+		eventually("minik8s.com/path1 from a node", func() error {
+			body, err := hostGet(n2.netns, "minik8s.com", "/path1/")
+			if err == nil && !strings.HasPrefix(body, "a ") {
+				err = fmt.Errorf("answered %q", body)
+			}
+			return err
+		})
+		if out := k.OK(t, "get", "dnsrecords"); !strings.Contains(out, "minik8s.com") {
+			t.Errorf("kubectl get dnsrecords:\n%s", out)
+		}
+		eventually("the record's status", func() error {
+			out := k.OK(t, "describe", "dnsrecord", "site")
+			if !strings.Contains(out, "Routed") {
+				return fmt.Errorf("describe lacks the Routed condition:\n%s", out)
+			}
+			return nil
+		})
+
+		// Update: a third path; the first two keep answering.
+		c.apply(`apiVersion: minik8s.io/v1
+kind: DNSRecord
+metadata: {name: site}
+spec:
+  host: minik8s.com
+  paths:
+  - {path: /path1, service: a, port: 80}
+  - {path: /path2, service: b, port: http}
+  - {path: /path3, service: c, port: 80}
+`)
+		eventually("minik8s.com/path3 after the update", answersFrom("http://minik8s.com/path3/", "c"))
+		for _, p := range []struct{ path, app string }{{"/path1/", "a"}, {"/path2/", "b"}} {
+			if err := answersFrom("http://minik8s.com"+p.path, p.app)(); err != nil {
+				t.Errorf("after the update: %v", err)
+			}
+		}
+
+		// Deleted, the name stops resolving.
+		k.OK(t, "delete", "dnsrecord", "site")
+		eventually("minik8s.com to stop resolving", func() error {
+			if out, err := exec("timeout 10 nslookup minik8s.com"); err == nil {
+				return fmt.Errorf("minik8s.com still resolves: %q", out)
+			}
+			return nil
+		})
+	})
+
+	t.Run("an Ingress is served by the same gateway", func(t *testing.T) {
+		c.apply(`apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: shop}
+spec:
+  rules:
+  - host: shop.example.test
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: b, port: {number: 80}}}}
+`)
+		eventually("shop.example.test from a pod", answersFrom("http://shop.example.test/", "b"))
+		eventually("the Ingress's address", func() error {
+			ing, err := c.client.NetworkingV1().Ingresses("default").Get(ctx, "shop", metav1.GetOptions{})
+			if err != nil || len(ing.Status.LoadBalancer.Ingress) == 0 {
+				return fmt.Errorf("no address yet: %v", err)
+			}
+			return nil
+		})
+	})
+}
+
+// hostGet resolves host on the cluster DNS and fetches path from it,
+// from the network namespace netns, as a program on that host would.
+func hostGet(netns, host, path string) (string, error) {
+	var body string
+	err := network.InNetNS(netns, func() error {
+		// A query of our own: Go's resolver would dial from other
+		// goroutines, outside this thread's namespace.
+		ip, err := lookupA(net.JoinHostPort(clusterDNSIP, "53"), host)
+		if err != nil {
+			return err
+		}
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "80"), 3*time.Second)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, host); err != nil {
+			return err
+		}
+		var b strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			b.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		resp := b.String()
+		if !strings.Contains(resp, " 200 ") {
+			return fmt.Errorf("response %q", resp)
+		}
+		_, body, _ = strings.Cut(resp, "\r\n\r\n")
+		return nil
+	})
+	return body, err
+}
+
+// lookupA asks server for host's A record over UDP, from the calling
+// goroutine's thread.
+func lookupA(server, host string) (string, error) {
+	name, err := dnsmessage.NewName(host + ".")
+	if err != nil {
+		return "", err
+	}
+	q := dnsmessage.Message{Header: dnsmessage.Header{ID: 7, RecursionDesired: true},
+		Questions: []dnsmessage.Question{{Name: name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET}}}
+	packed, err := q.Pack()
+	if err != nil {
+		return "", err
+	}
+	conn, err := net.DialTimeout("udp", server, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := conn.Write(packed); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 1500)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return "", err
+	}
+	var resp dnsmessage.Message
+	if err := resp.Unpack(buf[:n]); err != nil {
+		return "", err
+	}
+	for _, a := range resp.Answers {
+		if r, ok := a.Body.(*dnsmessage.AResource); ok {
+			return net.IP(r.A[:]).String(), nil
+		}
+	}
+	return "", fmt.Errorf("%s: no A record (rcode %v)", host, resp.RCode)
+}
