@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -92,7 +93,7 @@ func upCommand() *cobra.Command {
 // startAddons runs the cluster's add-ons on this host in the background:
 // the gateway's nginx (pkg/gateway) and CoreDNS (pkg/dns), which serves
 // the gateway's host names too (see docs/design/0007-dns.md and
-// 0008-gateway.md). It returns the nameservers for the kubelet: the
+// 0009-gateway.md). It returns the nameservers for the kubelet: the
 // kube-dns clusterIP, or none (the host's resolvers) when there is no
 // coredns binary. stop ends them and waits.
 func startAddons(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, log *slog.Logger) (nameservers []string, stop func(), err error) {
@@ -118,9 +119,12 @@ func startAddons(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, 
 			}
 		}()
 	}
+	// Pods, and this host itself: its connections to a clusterIP leave
+	// from one of its own addresses.
+	allow := append([]string{f.clusterCIDR, "127.0.0.0/8"}, hostAddresses()...)
 	var hostsFile string
 	gw, err := gateway.New(gateway.Config{Client: client, Dynamic: dyn, Dir: filepath.Join(f.dataDir, "gateway"),
-		NodeName: f.nodeName, AllowNets: []string{f.clusterCIDR, "127.0.0.0/8"}, Logger: log})
+		NodeName: f.nodeName, AllowNets: allow, Logger: log})
 	if err != nil {
 		log.Warn("gateway is off: DNSRecords and Ingresses are not served", "err", err)
 	} else {
@@ -139,8 +143,23 @@ func startAddons(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, 
 	run("cluster DNS", func(ctx context.Context) error {
 		return dns.RunOnHost(ctx, dns.HostConfig{
 			DataDir: f.dataDir, APIServer: cp.URL, Bundle: cp.Bundle, Client: client, NodeName: f.nodeName,
-			ServiceCIDR: f.serviceCIDR, ClusterCIDR: f.clusterCIDR, HostsFile: hostsFile, Logger: log,
+			ServiceCIDR: f.serviceCIDR, ClusterCIDR: f.clusterCIDR, AllowNets: allow[2:], HostsFile: hostsFile, Logger: log,
 		})
 	})
 	return []string{clusterIP.String()}, stop, nil
+}
+
+// hostAddresses are this host's IPv4 addresses, as /32 networks.
+func hostAddresses() []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			out = append(out, n.IP.String()+"/32")
+		}
+	}
+	return out
 }

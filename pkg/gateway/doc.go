@@ -1,4 +1,4 @@
-// Package gateway is the seeds' "domain + path" gateway and the cluster's
+// Package gateway (docs/design/0009-gateway.md) is the seeds' "domain + path" gateway and the cluster's
 // Ingress controller: one nginx (Debian's), run and reconfigured by us,
 // that routes http://<host>/<path> to Services.
 //

@@ -121,11 +121,29 @@ var kubectlExampleChecks = map[string]func(t *testing.T, c *cluster){
 			t.Fatalf("deployment web: %+v", d.Spec)
 		}
 	},
+	"dnsrecord.yaml": func(t *testing.T, c *cluster) {
+		out := newKubectl(t, c).ok(t, "get", "dnsrecord", "site", "-n", "demo", "-o", "jsonpath={.spec.host} {.spec.paths[*].path} {.spec.paths[1].port}")
+		if out != "minik8s.com /path1 /path2 http" {
+			t.Fatalf("dnsrecord site: %q", out)
+		}
+	},
 	"hpa.yaml": func(t *testing.T, c *cluster) {
 		h, err := c.client.AutoscalingV2().HorizontalPodAutoscalers("demo").Get(ctxT(t), "web", metav1.GetOptions{})
 		if err != nil || h.Spec.MaxReplicas != 5 || *h.Spec.MinReplicas != 1 || h.Spec.ScaleTargetRef.Name != "web" ||
 			*h.Spec.Metrics[0].Resource.Target.AverageUtilization != 60 {
 			t.Fatalf("hpa web: %v %+v", err, h)
+		}
+	},
+	"hello-deployment.yaml": func(t *testing.T, c *cluster) {
+		d, err := c.client.AppsV1().Deployments("demo").Get(ctxT(t), "hello", metav1.GetOptions{})
+		if err != nil || d.Spec.Template.Spec.Containers[0].Ports[0].Name != "http" {
+			t.Fatalf("deployment hello: %v %+v", err, d)
+		}
+	},
+	"hello-service.yaml": func(t *testing.T, c *cluster) {
+		svc, err := c.client.CoreV1().Services("demo").Get(ctxT(t), "hello", metav1.GetOptions{})
+		if err != nil || svc.Spec.Ports[0].TargetPort != intstr.FromString("http") || svc.Spec.ClusterIP == "" {
+			t.Fatalf("service hello: %v %+v", err, svc)
 		}
 	},
 	"ingress.yaml": func(t *testing.T, c *cluster) {
