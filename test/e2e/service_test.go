@@ -175,3 +175,77 @@ func httpGet(netns, addr string) (string, error) {
 	})
 	return body, err
 }
+
+// TestServiceFollowsPods: a pod that turns unready stops receiving the
+// Service's traffic and gets it back when ready again; scaling the
+// Deployment up adds the new pods to the rotation.
+func TestServiceFollowsPods(t *testing.T) {
+	c := newCluster(t, 1)
+	k := c.kubectl
+	ctx := context.Background()
+	c.apply(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: rd}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: rd}}
+  template:
+    metadata: {labels: {app: rd}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: web
+        image: busybox
+        command: ["sh", "-c", "mkdir -p /www && hostname > /www/index.html && touch /www/ready && exec httpd -f -p 8080 -h /www"]
+        readinessProbe: {exec: {command: ["test", "-e", "/www/ready"]}, periodSeconds: 1, failureThreshold: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: rd}
+spec:
+  selector: {app: rd}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: sh, image: busybox, command: ["sleep", "3600"]}
+`)
+	c.waitPod("default", "client", 2*time.Minute, "Running", running)
+	svc, err := c.client.CoreV1().Services("default").Get(ctx, "rd", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// hostsAnswering polls until 20 requests reach exactly want pods.
+	hostsAnswering := func(what string, want int) map[string]int {
+		t.Helper()
+		var counts map[string]int
+		c.waitFor(time.Minute, what, func(context.Context) (bool, error) {
+			out, _, _ := k.Run(t, "exec", "client", "--", "sh", "-c",
+				"for i in $(seq 20); do timeout 2 wget -qO- http://"+svc.Spec.ClusterIP+"/; done")
+			counts = countHosts(out)
+			return len(counts) == want, nil
+		})
+		t.Logf("%s: %v", what, counts)
+		return counts
+	}
+	hostsAnswering("both pods answering", 2)
+
+	pods, err := c.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=rd"})
+	if err != nil || len(pods.Items) != 2 {
+		t.Fatalf("pods: %v %d", err, len(pods.Items))
+	}
+	unready := pods.Items[0].Name
+	k.OK(t, "exec", unready, "--", "rm", "/www/ready")
+	if counts := hostsAnswering("only the ready pod answering", 1); counts[unready] > 0 {
+		t.Errorf("unready pod %s still answered: %v", unready, counts)
+	}
+	k.OK(t, "exec", unready, "--", "touch", "/www/ready")
+	hostsAnswering("the pod back in rotation", 2)
+
+	k.OK(t, "scale", "deployment", "rd", "--replicas=3")
+	hostsAnswering("the new pod in rotation", 3)
+}
