@@ -105,7 +105,7 @@ func (a *serviceAllocator) allocate(ctx context.Context, svc, old *corev1.Servic
 	spec := &svc.Spec
 	if spec.Type != corev1.ServiceTypeExternalName && spec.ClusterIP != corev1.ClusterIPNone {
 		if spec.ClusterIP == "" {
-			ip, key, err := a.pick(ctx, owner, rangeServiceIPs, a.randomIP, a.ipCount())
+			ip, key, err := a.pick(ctx, owner, rangeServiceIPs, a.randomIP, a.ipCount(), staticBand(a.ipCount()))
 			if err != nil {
 				return fail(err)
 			}
@@ -129,7 +129,7 @@ func (a *serviceAllocator) allocate(ctx context.Context, svc, old *corev1.Servic
 			p := &spec.Ports[i]
 			path := field.NewPath("spec", "ports").Index(i).Child("nodePort")
 			if p.NodePort == 0 {
-				port, key, err := a.pick(ctx, owner, rangeNodePorts, a.randomPort, a.portMax-a.portMin+1)
+				port, key, err := a.pick(ctx, owner, rangeNodePorts, a.randomPort, a.portMax-a.portMin+1, 0)
 				if err != nil {
 					return fail(err)
 				}
@@ -170,9 +170,10 @@ func (a *serviceAllocator) release(ctx context.Context, old, svc *corev1.Service
 	}
 }
 
-// pick reserves a free value: random probes first, then a scan, so a
-// nearly full range still finds its last free address.
-func (a *serviceAllocator) pick(ctx context.Context, owner []byte, prefix string, random func(int) string, size int) (string, string, error) {
+// pick reserves a free value: random probes first, above the first
+// static values, then a scan of the whole range, so a nearly full range
+// still finds its last free address.
+func (a *serviceAllocator) pick(ctx context.Context, owner []byte, prefix string, random func(int) string, size, static int) (string, string, error) {
 	try := func(v string) (bool, error) {
 		_, err := a.store.Create(ctx, prefix+v, owner)
 		if errors.Is(err, storage.ErrExists) {
@@ -180,8 +181,8 @@ func (a *serviceAllocator) pick(ctx context.Context, owner []byte, prefix string
 		}
 		return err == nil, err
 	}
-	for i := 0; i < 32; i++ {
-		v := random(rand.IntN(size))
+	for i := 0; i < 32 && static < size; i++ {
+		v := random(static + rand.IntN(size-static))
 		if ok, err := try(v); ok || err != nil {
 			return v, prefix + v, err
 		}
@@ -197,6 +198,15 @@ func (a *serviceAllocator) pick(ctx context.Context, owner []byte, prefix string
 		what = "node ports"
 	}
 	return "", "", apierrors.NewInternalError(fmt.Errorf("range is full: no free service %s", what))
+}
+
+// staticBand is how many addresses at the bottom of a range of size
+// allocatable IPs random allocation leaves to the ones users and add-ons
+// choose (kube-dns's tenth address), as Kubernetes does: size/16, at
+// least 16 and at most 256. They are still handed out once the rest is
+// full.
+func staticBand(size int) int {
+	return min(max(16, size/16), 256, size)
 }
 
 // ipCount is the number of allocatable IPs: the network and broadcast

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"net/netip"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controlplane"
 )
 
 func testDeployment(name string, replicas int32) *appsv1.Deployment {
@@ -332,6 +335,70 @@ func TestServicesGetClusterIPsAndNodePorts(t *testing.T) {
 	}
 	if _, err := svcs.Create(ctx, svc("b", corev1.ServiceTypeClusterIP, got.Spec.ClusterIP), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("reusing a freed clusterIP: %v", err)
+	}
+}
+
+// Concurrent creates never share a clusterIP or node port, and random
+// allocation leaves the bottom of the range (kube-dns's 10.96.0.10, other
+// chosen addresses) to those who ask for it by address.
+func TestConcurrentServicesGetDistinctAllocations(t *testing.T) {
+	// A /24, so that a random pick would land in the bottom 16 often.
+	c := startClusterWith(t, func(cfg *controlplane.Config) { cfg.ServiceCIDR = "10.96.0.0/24" })
+	ctx := ctxT(t)
+	svcs := c.client.CoreV1().Services("default")
+	const n = 30
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := svcs.Create(ctx, &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "s" + strconv.Itoa(i)},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
+					Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}},
+			}, metav1.CreateOptions{})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+	}
+	list, err := svcs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips, ports := map[string]string{}, map[int32]string{}
+	for _, s := range list.Items {
+		if s.Spec.Type != corev1.ServiceTypeNodePort {
+			continue
+		}
+		if other, dup := ips[s.Spec.ClusterIP]; dup {
+			t.Errorf("%s and %s share clusterIP %s", s.Name, other, s.Spec.ClusterIP)
+		}
+		ips[s.Spec.ClusterIP] = s.Name
+		if ip := netip.MustParseAddr(s.Spec.ClusterIP); ip.As4()[3] <= 17 {
+			t.Errorf("%s got %s from the static band", s.Name, s.Spec.ClusterIP)
+		}
+		for _, p := range s.Spec.Ports {
+			if other, dup := ports[p.NodePort]; dup {
+				t.Errorf("%s and %s share node port %d", s.Name, other, p.NodePort)
+			}
+			ports[p.NodePort] = s.Name
+		}
+	}
+	if len(ips) != n || len(ports) != 2*n {
+		t.Errorf("%d clusterIPs and %d node ports for %d services", len(ips), len(ports), n)
+	}
+	// The tenth address is still there for kube-dns.
+	if _, err := svcs.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "dns"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}},
+		metav1.CreateOptions{}); err != nil {
+		t.Errorf("10.96.0.10 by address: %v", err)
 	}
 }
 
