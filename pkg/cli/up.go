@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -19,6 +21,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/controlplane"
 	"github.com/minik8s/minik8s/pkg/dns"
 	"github.com/minik8s/minik8s/pkg/gateway"
+	"github.com/minik8s/minik8s/pkg/hostservice"
 	"github.com/minik8s/minik8s/pkg/node"
 )
 
@@ -119,6 +122,15 @@ func startAddons(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, 
 			}
 		}()
 	}
+	// default/kubernetes: pods reach this apiserver at the node's pod
+	// gateway, as in-cluster clients expect.
+	if svc, err := apiserverService(cp.URL, f.serviceCIDR); err != nil {
+		log.Warn("no default/kubernetes service", "err", err)
+	} else {
+		run("kubernetes service", func(ctx context.Context) error {
+			return hostservice.Publish(ctx, hostservice.PublishConfig{Client: client, Service: svc, NodeName: f.nodeName, Logger: log})
+		})
+	}
 	// Pods, and this host itself: its connections to a clusterIP leave
 	// from one of its own addresses.
 	allow := append([]string{f.clusterCIDR, "127.0.0.0/8"}, hostAddresses()...)
@@ -162,4 +174,17 @@ func hostAddresses() []string {
 		}
 	}
 	return out
+}
+
+// apiserverService is default/kubernetes for the apiserver at url.
+func apiserverService(url, serviceCIDR string) (hostservice.Service, error) {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return hostservice.Service{}, err
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return hostservice.Service{}, fmt.Errorf("apiserver port of %s: %w", url, err)
+	}
+	return controlplane.KubernetesService(serviceCIDR, int32(port))
 }

@@ -90,6 +90,9 @@ func (c *Config) complete() error {
 	if c.ClusterCIDR == "" {
 		c.ClusterCIDR = DefaultClusterCIDR
 	}
+	if c.ServiceCIDR == "" {
+		c.ServiceCIDR = apiserver.DefaultServiceCIDR
+	}
 	return nil
 }
 
@@ -248,6 +251,11 @@ func (r *secretReader) get(ctx context.Context, name string) (*corev1.Secret, er
 // tokens stay valid.
 func servingHosts(cfg Config) []string {
 	hosts := slices.Clone(cfg.Hosts)
+	// In-cluster clients reach the apiserver as the `kubernetes` Service.
+	hosts = append(hosts, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
+	if ip, err := KubernetesServiceIP(cfg.ServiceCIDR); err == nil {
+		hosts = append(hosts, ip.String())
+	}
 	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, ip.String())
 	}

@@ -4,17 +4,21 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minik8s/minik8s/pkg/controlplane"
 	"github.com/minik8s/minik8s/pkg/dns"
 	"github.com/minik8s/minik8s/pkg/gateway"
+	"github.com/minik8s/minik8s/pkg/hostservice"
 )
 
 // clusterDNSIP is kube-dns's clusterIP in the default service CIDR.
@@ -36,7 +40,8 @@ func newClusterWithAddons(t *testing.T, n int) *cluster {
 	if _, err := gateway.FindNginx(); err != nil {
 		t.Skipf("needs nginx (make deps installs it): %v", err)
 	}
-	c := startCluster(t, n, nil, true)
+	// The apiserver on every address, so pods reach it as default/kubernetes.
+	c := startCluster(t, n, func(cfg *controlplane.Config) { cfg.BindAddress = "0.0.0.0" }, true)
 	first := c.nodes[c.tag+"-n1"]
 	client := kubernetes.NewForConfigOrDie(c.config)
 	dyn := dynamic.NewForConfigOrDie(c.config)
@@ -51,8 +56,21 @@ func newClusterWithAddons(t *testing.T, n int) *cluster {
 	// The host's LAN address (.254): pods reach it masqueraded as their node.
 	lanNet := c.lan.prefix.Addr().As4()
 	hostAddr := netip.AddrFrom4([4]byte{lanNet[0], lanNet[1], lanNet[2], 254})
+	u, err := url.Parse(c.cp.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	apiService, err := controlplane.KubernetesService(serviceCIDR, int32(port))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
+	go func() {
+		defer func() { done <- struct{}{} }()
+		_ = hostservice.Publish(ctx, hostservice.PublishConfig{Client: client, Service: apiService, Address: hostAddr, Logger: c.logger()})
+	}()
 	go func() {
 		defer func() { done <- struct{}{} }()
 		if err := gw.Start(ctx); err != nil {
@@ -75,6 +93,7 @@ func newClusterWithAddons(t *testing.T, n int) *cluster {
 		cancel()
 		<-done
 		<-done
+		<-done
 		if t.Failed() {
 			for _, f := range []string{"error.log", "nginx.conf"} {
 				b, _ := os.ReadFile(filepath.Join(gwDir, f))
@@ -82,6 +101,12 @@ func newClusterWithAddons(t *testing.T, n int) *cluster {
 			}
 		}
 	})
+	for _, svc := range []struct{ ns, name string }{{"default", "kubernetes"}, {"kube-system", "kube-dns"}, {"kube-system", gateway.ServiceName}} {
+		c.waitFor(time.Minute, "service "+svc.ns+"/"+svc.name, func(ctx context.Context) (bool, error) {
+			_, err := client.DiscoveryV1().EndpointSlices(svc.ns).Get(ctx, hostservice.SliceName(svc.name), metav1.GetOptions{})
+			return err == nil, nil
+		})
+	}
 	return c
 }
 

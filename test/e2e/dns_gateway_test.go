@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -151,6 +153,29 @@ spec:
 		if err == nil || !strings.Contains(out+err.Error(), "NXDOMAIN") {
 			t.Errorf("a missing name: %q, %v; want NXDOMAIN", out, err)
 		}
+	})
+
+	t.Run("pods reach the apiserver as default/kubernetes", func(t *testing.T) {
+		env := k.OK(t, "exec", "client", "--", "env")
+		if !strings.Contains(env, "KUBERNETES_SERVICE_HOST=10.96.0.1\n") || !strings.Contains(env, "KUBERNETES_SERVICE_PORT=443\n") {
+			t.Errorf("pod environment lacks the kubernetes service:\n%s", env)
+		}
+		eventually("kubernetes.default resolving", func() error {
+			out, err := exec("timeout 10 nslookup kubernetes.default.svc.cluster.local")
+			if err == nil && !strings.Contains(out, "10.96.0.1\n") {
+				err = fmt.Errorf("%q lacks 10.96.0.1", out)
+			}
+			return err
+		})
+		// What an in-cluster client does: TLS to the service address,
+		// verifying the cluster CA and the name kubernetes.default.svc.
+		eventually("GET /version through 10.96.0.1:443 from a node", func() error {
+			body, err := apiserverGet(n2.netns, c, "10.96.0.1:443", "/version")
+			if err == nil && !strings.Contains(body, `"gitVersion"`) {
+				err = fmt.Errorf("/version answered %q", body)
+			}
+			return err
+		})
 	})
 
 	t.Run("a DNSRecord routes host and paths to services", func(t *testing.T) {
@@ -310,4 +335,38 @@ func lookupA(server, host string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: no A record (rcode %v)", host, resp.RCode)
+}
+
+// apiserverGet is a GET of path from the apiserver at addr, from the
+// network namespace netns, verified as kubernetes.default.svc with the
+// cluster CA and authenticated as the admin.
+func apiserverGet(netns string, c *cluster, addr, path string) (string, error) {
+	cert, err := tls.X509KeyPair(c.cp.Bundle.AdminCertPEM, c.cp.Bundle.AdminKeyPEM)
+	if err != nil {
+		return "", err
+	}
+	var body string
+	err = network.InNetNS(netns, func() error {
+		raw, err := net.DialTimeout("tcp", addr, 3*time.Second)
+		if err != nil {
+			return err
+		}
+		conn := tls.Client(raw, &tls.Config{ServerName: "kubernetes.default.svc", RootCAs: c.cp.Bundle.CAPool, Certificates: []tls.Certificate{cert}})
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: kubernetes.default.svc\r\n\r\n", path); err != nil {
+			return err
+		}
+		b, err := io.ReadAll(conn)
+		if err != nil && len(b) == 0 {
+			return err
+		}
+		resp := string(b)
+		if !strings.HasPrefix(resp, "HTTP/1.0 200") && !strings.HasPrefix(resp, "HTTP/1.1 200") {
+			return fmt.Errorf("response %q", resp)
+		}
+		_, body, _ = strings.Cut(resp, "\r\n\r\n")
+		return nil
+	})
+	return body, err
 }
