@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -21,6 +23,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/bootstrap"
 	"github.com/minik8s/minik8s/pkg/bootstrap/token"
 	"github.com/minik8s/minik8s/pkg/controlplane"
+	"github.com/minik8s/minik8s/pkg/dns"
 	"github.com/minik8s/minik8s/pkg/kubelet"
 	"github.com/minik8s/minik8s/pkg/kubelet/simulated"
 	"github.com/minik8s/minik8s/pkg/node"
@@ -41,6 +44,8 @@ type agentFlags struct {
 	kubeletAt                string
 	clusterCIDR, serviceCIDR string
 	capacity                 map[string]string
+	clusterDNS               []string
+	clusterDomain            string
 }
 
 func agentCommand() *cobra.Command {
@@ -87,6 +92,8 @@ with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", apiserver.DefaultServiceCIDR, "Service cluster IP range")
 	fl.IntVar(&f.nodes, "nodes", 1, "number of nodes this process hosts (simulated provider)")
 	fl.StringToStringVar(&f.labels, "node-labels", nil, "labels for the node(s)")
+	fl.StringSliceVar(&f.clusterDNS, "cluster-dns", nil, "nameservers of dnsPolicy ClusterFirst pods (default: kube-system/kube-dns's clusterIP when the cluster has one)")
+	fl.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain")
 	fl.StringToStringVar(&f.capacity, "extra-resources", nil, "resources the node offers beyond cpu, memory and pods, e.g. nvidia.com/gpu=2 (local provider)")
 	return cmd
 }
@@ -228,11 +235,33 @@ func runLocalNode(ctx context.Context, f *agentFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	clusterDNS := f.clusterDNS
+	if len(clusterDNS) == 0 {
+		clusterDNS = discoverClusterDNS(ctx, rc, log)
+	}
 	return node.Run(ctx, node.Config{
 		NodeName: f.nodeName, NodeIP: f.nodeIP, REST: rc, ClientCA: pool, Labels: f.labels, Capacity: capacity,
+		ClusterDNS: clusterDNS, ClusterDomain: f.clusterDomain,
 		ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR, RootDir: nodeDir(f, f.nodeName),
 		KubeletAddress: f.kubeletAt, HostNetNS: f.netns, Logger: log,
 	})
+}
+
+// discoverClusterDNS is the clusterIP of kube-system/kube-dns, when the
+// cluster runs DNS (minik8s up does): what ClusterFirst pods of this node
+// are given. None: pods get the host's resolvers.
+func discoverClusterDNS(ctx context.Context, rc *rest.Config, log *slog.Logger) []string {
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil
+	}
+	svc, err := client.CoreV1().Services(metav1.NamespaceSystem).Get(ctx, dns.ServiceName, metav1.GetOptions{})
+	if err != nil || net.ParseIP(svc.Spec.ClusterIP) == nil {
+		log.Info("no cluster DNS found (kube-system/kube-dns); pods use the host's resolvers unless --cluster-dns is given", "err", err)
+		return nil
+	}
+	log.Info("cluster DNS", "nameserver", svc.Spec.ClusterIP)
+	return []string{svc.Spec.ClusterIP}
 }
 
 // parseResources reads name=quantity pairs, e.g. nvidia.com/gpu=2.
