@@ -46,8 +46,9 @@ import (
 // noticed, the kubelets and the controllers reconnect by themselves and
 // carry on.
 //
-// Services do not exist yet; when they do, this test should also check
-// that a Service's cluster IP and endpoints survive the restart.
+// A Service in front of the Deployment answers throughout: its rules stay
+// in the nodes' kernels while the control plane is away, and the Service
+// and its EndpointSlice come back as they were.
 func TestControlPlaneRestart(t *testing.T) {
 	sc := newServerCluster(t, 2)
 	c := sc.cluster
@@ -76,7 +77,14 @@ spec:
     spec:
       terminationGracePeriodSeconds: 1
       containers:
-      - {name: web, image: busybox, command: ["sh", "-c", "echo up; exec sleep 3600"]}
+      - {name: web, image: busybox, command: ["sh", "-c", "echo up; mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www"]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
 ---
 apiVersion: batch/v1
 kind: Job
@@ -96,6 +104,21 @@ spec:
 		web, work := c.podsOf(ctx, "app=web"), c.podsOf(ctx, "app=work")
 		return len(web) == 3 && len(work) == 2 && all(web, running) && all(work, running), nil
 	})
+	svc, err := c.client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var client *testNode
+	for _, n := range c.nodes {
+		client = n
+		break
+	}
+	webAddr := net.JoinHostPort(svc.Spec.ClusterIP, "80")
+	c.waitFor(time.Minute, "the web Service answering from node "+client.name, func(context.Context) (bool, error) {
+		_, err := httpGet(client.netns, webAddr)
+		return err == nil, nil
+	})
+	stopAsking := askContinuously(client.netns, webAddr)
 	before := c.state(ctx)
 	holders := leaseHolders(ctx, t, c.client)
 
@@ -138,6 +161,11 @@ spec:
 	time.Sleep(5 * time.Second)
 
 	after := c.state(ctx)
+	asked, failures := stopAsking()
+	t.Logf("the web Service answered %d requests over the restart, %d failed", asked, len(failures))
+	if len(failures) > 0 {
+		t.Errorf("the web Service stopped answering during the restart: %d of %d requests failed, first: %v", len(failures), asked, failures[0])
+	}
 	for key, was := range before.objects {
 		now, ok := after.objects[key]
 		switch {
@@ -272,6 +300,10 @@ func (c *cluster) state(ctx context.Context) clusterState {
 		"deployment": func() (runtime.Object, error) { return apps.Deployments("").List(ctx, opts) },
 		"replicaset": func() (runtime.Object, error) { return apps.ReplicaSets("").List(ctx, opts) },
 		"job":        func() (runtime.Object, error) { return batch.Jobs("").List(ctx, opts) },
+		"service":    func() (runtime.Object, error) { return core.Services("default").List(ctx, opts) },
+		"endpointslice": func() (runtime.Object, error) {
+			return c.client.DiscoveryV1().EndpointSlices("default").List(ctx, opts)
+		},
 		"pod": func() (runtime.Object, error) {
 			l, err := core.Pods("").List(ctx, opts)
 			if err == nil {
@@ -305,6 +337,35 @@ func (c *cluster) state(ctx context.Context) clusterState {
 	}
 	s.containers = sorted(c.containersOf(ctx))
 	return s
+}
+
+// askContinuously GETs http://addr/ from the network namespace netns every
+// 100ms until the returned stop is called, which says how many requests
+// were made and which failed.
+func askContinuously(netns, addr string) (stop func() (int, []error)) {
+	done := make(chan struct{})
+	var asked int
+	var failures []error
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			asked++
+			if _, err := httpGet(netns, addr); err != nil {
+				failures = append(failures, fmt.Errorf("%s: %w", time.Now().Format(time.StampMilli), err))
+			}
+		}
+	}()
+	return func() (int, []error) {
+		close(done)
+		<-finished
+		return asked, failures
+	}
 }
 
 // leaseHolders returns who holds the controller manager's and the
@@ -456,7 +517,7 @@ func (sc *serverCluster) addNode(name string) {
 	n.cancel, n.done = stop, make(chan error, 1)
 	cfg := node.Config{
 		NodeName: n.name, NodeIP: n.ip.String(), REST: rc, ClientCA: ca, ContainerdAddress: c.containerd,
-		ClusterCIDR: controlplane.DefaultClusterCIDR, RootDir: n.rootDir,
+		ClusterCIDR: controlplane.DefaultClusterCIDR, ServiceCIDR: serviceCIDR, RootDir: n.rootDir,
 		KubeletAddress: net.JoinHostPort(n.ip.String(), "10250"), HostNetNS: n.netns,
 		Logger: c.logger().With("node", n.name),
 	}
