@@ -178,7 +178,9 @@ func httpGet(netns, addr string) (string, error) {
 
 // TestServiceFollowsPods: a pod that turns unready stops receiving the
 // Service's traffic and gets it back when ready again; scaling the
-// Deployment up adds the new pods to the rotation.
+// Deployment up adds the new pods to the rotation. sessionAffinity
+// ClientIP keeps a client on one pod, and a pod reaches itself through a
+// Service (hairpin).
 func TestServiceFollowsPods(t *testing.T) {
 	c := newCluster(t, 1)
 	k := c.kubectl
@@ -248,4 +250,50 @@ spec:
 
 	k.OK(t, "scale", "deployment", "rd", "--replicas=3")
 	hostsAnswering("the new pod in rotation", 3)
+
+	// sessionAffinity ClientIP: one client keeps its pod.
+	c.apply(`apiVersion: v1
+kind: Service
+metadata: {name: sticky}
+spec:
+  selector: {app: rd}
+  sessionAffinity: ClientIP
+  ports: [{port: 80, targetPort: 8080}]
+`)
+	sticky, err := c.client.CoreV1().Services("default").Get(ctx, "sticky", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts map[string]int
+	c.waitFor(time.Minute, "the sticky Service answering", func(context.Context) (bool, error) {
+		out, _, _ := k.Run(t, "exec", "client", "--", "sh", "-c",
+			"for i in $(seq 20); do timeout 2 wget -qO- http://"+sticky.Spec.ClusterIP+"/; done")
+		counts = countHosts(out)
+		n := 0
+		for _, v := range counts {
+			n += v
+		}
+		return n == 20, nil
+	})
+	if len(counts) != 1 {
+		t.Errorf("sessionAffinity ClientIP: 20 requests of one client reached %v, want one pod", counts)
+	}
+
+	// Hairpin: a pod reaches itself through a Service that selects only it.
+	k.OK(t, "label", "pod", unready, "solo=yes")
+	c.apply(`apiVersion: v1
+kind: Service
+metadata: {name: solo}
+spec:
+  selector: {solo: "yes"}
+  ports: [{port: 80, targetPort: 8080}]
+`)
+	solo, err := c.client.CoreV1().Services("default").Get(ctx, "solo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(time.Minute, unready+" reaching itself through its Service", func(context.Context) (bool, error) {
+		out, _, _ := k.Run(t, "exec", unready, "--", "timeout", "2", "wget", "-qO-", "http://"+solo.Spec.ClusterIP+"/")
+		return strings.TrimSpace(out) == unready, nil
+	})
 }
