@@ -128,6 +128,21 @@ func TestDNSWithCoreDNS(t *testing.T) {
 			return nil
 		})
 	})
+	t.Run("ExternalName is a CNAME", func(t *testing.T) {
+		if _, err := c.client.CoreV1().Services("default").Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "ext"},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.org"},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		dnsEventually(t, func() error {
+			cname, err := r.LookupCNAME(ctx, "ext.default.svc.cluster.local.")
+			if err == nil && cname != "db.example.org." {
+				err = fmt.Errorf("CNAME of ext = %q, want db.example.org.", cname)
+			}
+			return err
+		})
+	})
 	t.Run("NXDOMAIN for a missing name", func(t *testing.T) {
 		for _, name := range []string{"missing.default.svc.cluster.local.", "web.nosuchns.svc.cluster.local."} {
 			_, err := r.LookupHost(ctx, name)
