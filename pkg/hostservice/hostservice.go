@@ -8,7 +8,8 @@
 // address of its podCIDR, which every pod of the cluster can reach (its
 // own node's pods over the bridge, the others over the host-gw routes).
 //
-// It owns the Service and the slice named <service>-minik8s; the proxy
+// It owns the Service, the slice named <service>-minik8s and the v1
+// Endpoints of the same name (for clients that still read them); the proxy
 // (pkg/proxy) does the rest, as for every Service.
 package hostservice
 
@@ -71,7 +72,46 @@ func Ensure(ctx context.Context, client kubernetes.Interface, svc Service, ep En
 	if err := ensureSlice(ctx, client, svc, ep); err != nil {
 		return nil, fmt.Errorf("endpointslice %s/%s: %w", svc.Namespace, SliceName(svc.Name), err)
 	}
+	// The v1 Endpoints too, for clients that still read them (as the
+	// apiserver writes both for default/kubernetes).
+	if err := ensureEndpoints(ctx, client, svc, ep); err != nil {
+		return nil, fmt.Errorf("endpoints %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
 	return out, nil
+}
+
+func desiredEndpoints(svc Service, ep Endpoint) *corev1.Endpoints {
+	addr := corev1.EndpointAddress{IP: ep.Address.String()}
+	if ep.NodeName != "" {
+		addr.NodeName = ptr.To(ep.NodeName)
+	}
+	subset := corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{addr}}
+	for _, p := range svc.Ports {
+		subset.Ports = append(subset.Ports, corev1.EndpointPort{Name: p.Name, Protocol: p.Protocol, Port: p.TargetPort})
+	}
+	return &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, Labels: svc.Labels},
+		Subsets:    []corev1.EndpointSubset{subset},
+	}
+}
+
+func ensureEndpoints(ctx context.Context, client kubernetes.Interface, svc Service, ep Endpoint) error {
+	endpoints := client.CoreV1().Endpoints(svc.Namespace)
+	want := desiredEndpoints(svc, ep)
+	cur, err := endpoints.Get(ctx, svc.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = endpoints.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	case err != nil:
+		return err
+	}
+	if equality.Semantic.DeepEqual(cur.Subsets, want.Subsets) {
+		return nil
+	}
+	cur.Subsets = want.Subsets
+	_, err = endpoints.Update(ctx, cur, metav1.UpdateOptions{})
+	return err
 }
 
 func desiredService(svc Service) *corev1.Service {

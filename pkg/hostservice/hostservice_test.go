@@ -51,6 +51,10 @@ func TestEnsureConverges(t *testing.T) {
 		len(slice.Ports) != 2 || *slice.Ports[0].Port != 10053 || *slice.Ports[1].Name != "dns-tcp" {
 		t.Errorf("slice = %+v", slice)
 	}
+	eps, err := client.CoreV1().Endpoints("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+	if err != nil || len(eps.Subsets) != 1 || eps.Subsets[0].Addresses[0].IP != "10.244.0.1" || len(eps.Subsets[0].Ports) != 2 || eps.Subsets[0].Ports[1].Port != 10053 {
+		t.Errorf("endpoints = %+v, %v", eps, err)
+	}
 	// The endpoint moves (another pod CIDR): the slice follows.
 	ep.Address = netip.MustParseAddr("10.244.7.1")
 	if _, err := Ensure(ctx, client, dnsLike("10.96.0.10"), ep); err != nil {
