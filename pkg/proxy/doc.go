@@ -1,18 +1,45 @@
 // Package proxy is the service proxy (kube-proxy's job): it watches
-// Services and EndpointSlices and programs the node's kernel with
-// nftables, through sigs.k8s.io/knftables, so that a Service's ClusterIP,
-// externalIPs and NodePort reach its ready endpoints.
+// Services and EndpointSlices and programs the node's kernel so that a
+// Service's ClusterIP, externalIPs and NodePort reach its ready
+// endpoints: with nftables, through sigs.k8s.io/knftables, falling back
+// to iptables.
+//
+// # Modes
+//
+// Config.Mode picks how: "nftables", "iptables", or "auto" (the
+// default): nftables when nft works in the node's namespace, else
+// iptables when iptables does; New fails when the chosen mode (or, for
+// auto, neither) works. Both modes render the same model (servicePorts)
+// and behave alike. Start removes what the other mode left, whose rules
+// would catch the same traffic, so a node can change modes; Cleanup
+// removes what either left.
 //
 // # What it owns
 //
-// One table, "ip minik8s-proxy", and nothing else: it never reads or
-// touches another table (the CNI plugins' iptables rules, kube-proxy's
-// tables, a user's firewall). Every sync rewrites the table's chains,
-// maps and sets in one nft transaction, so the kernel never sees half a
-// sync; syncs are coalesced (at most one per MinSyncPeriod) and repeated
-// every SyncPeriod to repair outside damage. Cleanup deletes the table.
+// In nftables mode, one table, "ip minik8s-proxy", and nothing else: it
+// never reads or touches another table (the CNI plugins' iptables rules,
+// kube-proxy's tables, a user's firewall). Every sync rewrites the
+// table's chains, maps and sets in one nft transaction, so the kernel
+// never sees half a sync.
 //
-// # Rules
+// In iptables mode, the chains named MINIK8S-* in the nat and filter
+// tables, and one jump rule into them at the top of each of the built-in
+// chains nat PREROUTING, OUTPUT, POSTROUTING and filter INPUT, FORWARD,
+// OUTPUT (inserted when iptables -C does not find it). Every sync is one
+// iptables-restore --noflush: a declared chain (":CHAIN - [0:0]") is
+// created or flushed and written again, chains no longer wanted are
+// declared and then deleted (-X), and no other chain is touched; each
+// table commits atomically. A sync writes the fixed chains and the
+// per-service chains whose rules changed since the last one; the first
+// sync, one after a failure and the periodic one write every chain and
+// delete any MINIK8S- chain that is not wanted (found with
+// iptables-save), whoever left it.
+//
+// Syncs are coalesced (at most one per MinSyncPeriod) and repeated every
+// SyncPeriod to repair outside damage. Cleanup deletes the nftables
+// table, the jump rules and the MINIK8S- chains.
+//
+// # Rules (nftables)
 //
 //	nat-prerouting, nat-output   jump services (traffic from pods and
 //	                             from the node itself)
@@ -29,21 +56,60 @@
 //	                             icmp port-unreachable otherwise) so
 //	                             they fail at once instead of timing out
 //
+// # Rules (iptables)
+//
+//	nat MINIK8S-SERVICES         from PREROUTING and OUTPUT: one rule per
+//	                             ClusterIP/externalIP and port, -j the
+//	                             service port's MINIK8S-SVC-<hash>; last,
+//	                             -m addrtype --dst-type LOCAL -j
+//	                             MINIK8S-NODEPORTS
+//	nat MINIK8S-NODEPORTS        per NodePort: -j MINIK8S-MARK-MASQ, then
+//	                             -j MINIK8S-SVC-<hash>
+//	nat MINIK8S-SVC-<hash>       mark from outside ClusterCIDR; for
+//	                             ClientIP affinity, per endpoint -m recent
+//	                             --name <its SEP chain> --rcheck --seconds
+//	                             <timeout> --reap; then endpoint i of n
+//	                             with -m statistic --mode random
+//	                             --probability 1/(n-i), the last one
+//	                             unconditionally
+//	nat MINIK8S-SEP-<hash>       one per endpoint: mark hairpin traffic,
+//	                             (-m recent --set for affinity) DNAT
+//	nat MINIK8S-MARK-MASQ        MARK --or-mark 0x4000
+//	nat MINIK8S-POSTROUTING      from POSTROUTING: MASQUERADE what is
+//	                             marked 0x4000
+//	filter MINIK8S-SERVICES      from INPUT, FORWARD and OUTPUT for
+//	                             conntrack state NEW: REJECT (tcp-reset,
+//	                             icmp-port-unreachable otherwise) service
+//	                             ports without endpoints; local
+//	                             destinations go on to MINIK8S-EXTERNAL
+//	filter MINIK8S-EXTERNAL      REJECT NodePorts without endpoints
+//
+// Hashes are of the service port ("namespace/name/proto/port") and of
+// the endpoint, so a chain's name is stable across syncs and restarts.
+// The nftables mode rejects in a prerouting hook before DNAT; iptables
+// has no filter prerouting, so the rejects sit where the unanswered
+// packet goes next: FORWARD (the service CIDR is routed onto the pod
+// bridge), INPUT (a NodePort) and OUTPUT (from the node).
+//
+// # Behaviour
+//
 // Traffic is masqueraded when it reaches a NodePort or a ClusterIP from
 // outside ClusterCIDR (every NodePort connection when ClusterCIDR is
 // unset), so replies come back through this node, and when a pod reaches
-// itself through its Service. Session affinity ClientIP keeps one
-// dynamic set per endpoint (client addresses, with the Service's
-// timeout); a client found in one goes to that endpoint again.
+// itself through its Service. Session affinity ClientIP keeps, per
+// endpoint, the client addresses with the Service's timeout (an
+// nftables dynamic set, an xt_recent list); a client found there goes to
+// that endpoint again.
 //
 // Endpoints are the ready ones; when none is ready, serving and
 // terminating ones are used, as Kubernetes does. Traffic policies Local
-// are treated as Cluster. Only IPv4 is programmed. There is no iptables
-// fallback: without a usable nft, New fails.
+// are treated as Cluster. Only IPv4 is programmed.
 //
 // # Namespaces
 //
 // Config.HostNetNS names the node's network namespace when it is not the
-// process's own: every nft command then runs from a thread that joined it
-// (network.InNetNS), so the table lives in the node's namespace.
+// process's own: every nft, iptables, iptables-save and iptables-restore
+// command then runs from a thread that joined it (network.InNetNS), so
+// the rules live in the node's namespace. iptables is whichever the
+// system's "iptables" is (iptables-nft on Debian, or iptables-legacy).
 package proxy

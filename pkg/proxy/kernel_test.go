@@ -16,15 +16,21 @@ import (
 	"github.com/minik8s/minik8s/pkg/kubelet/network"
 )
 
-// kernelProxier returns a Proxier on the real nft in a fresh network
-// namespace, or skips.
-func kernelProxier(tb testing.TB) (*Proxier, string) {
+// kernelProxier returns a Proxier in mode on the real kernel, in a
+// fresh network namespace, or skips.
+func kernelProxier(tb testing.TB, mode Mode) (*Proxier, string) {
 	tb.Helper()
 	if os.Geteuid() != 0 {
-		tb.Skip("needs root to create a network namespace and run nft")
+		tb.Skip("needs root to create a network namespace and run nft or iptables")
 	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		tb.Skip("needs nft (apt-get install nftables)")
+	cmds := []string{"nft"}
+	if mode == ModeIPTables {
+		cmds = []string{"iptables", "iptables-save", "iptables-restore"}
+	}
+	for _, c := range cmds {
+		if _, err := exec.LookPath(c); err != nil {
+			tb.Skipf("needs %s (apt-get install nftables iptables)", c)
+		}
 	}
 	name := fmt.Sprintf("mk8s-proxytest-%d", os.Getpid())
 	path, err := network.CreateNamedNetNS(network.DefaultNetNSDir, name)
@@ -32,9 +38,12 @@ func kernelProxier(tb testing.TB) (*Proxier, string) {
 		tb.Fatalf("create netns: %v", err)
 	}
 	tb.Cleanup(func() { _ = network.RemoveNamedNetNS(network.DefaultNetNSDir, name) })
-	p, err := New(Config{Client: fake.NewClientset(), HostNetNS: path, ClusterCIDR: "10.244.0.0/16"})
+	p, err := New(Config{Client: fake.NewClientset(), HostNetNS: path, ClusterCIDR: "10.244.0.0/16", Mode: mode})
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if p.Mode() != mode {
+		tb.Fatalf("mode %q, want %q", p.Mode(), mode)
 	}
 	return p, path
 }
@@ -61,7 +70,7 @@ func services(n, eps int) ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
 // second sync updates in place, a deleted Service leaves nothing, and
 // Cleanup removes the table.
 func TestKernelSync(t *testing.T) {
-	p, netns := kernelProxier(t)
+	p, netns := kernelProxier(t, ModeNFTables)
 	ctx := context.Background()
 	svcs, eps := services(5, 3)
 	svcs[0].Spec.SessionAffinity = corev1.ServiceAffinityClientIP
@@ -106,7 +115,7 @@ func TestKernelSync(t *testing.T) {
 // BenchmarkSync1000x10 renders and programs 1000 Services with 10
 // endpoints each into the kernel, as one transaction per sync.
 func BenchmarkSync1000x10(b *testing.B) {
-	p, _ := kernelProxier(b)
+	p, _ := kernelProxier(b, ModeNFTables)
 	svcs, eps := services(1000, 10)
 	ctx := context.Background()
 	for i := 0; b.Loop(); i++ {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/knftables"
+
+	"github.com/minik8s/minik8s/pkg/kubelet/network"
 )
 
 // Config describes the proxy of one node.
@@ -30,22 +33,47 @@ type Config struct {
 	// MinSyncPeriod coalesces changes: at most one sync per period
 	// (default 200ms).
 	MinSyncPeriod time.Duration
-	// SyncPeriod rewrites the table even without changes (default 1m).
+	// SyncPeriod rewrites the rules even without changes (default 1m).
 	SyncPeriod time.Duration
+	// Mode picks the kernel interface (default ModeAuto).
+	Mode Mode
 	// NFT replaces the nft command (tests use knftables.NewFake).
-	NFT    knftables.Interface
+	NFT knftables.Interface
+	// Runner replaces how the iptables mode runs iptables,
+	// iptables-save and iptables-restore (tests record the calls).
+	Runner Runner
 	Logger *slog.Logger
+}
+
+// Mode is how the proxy programs the kernel.
+type Mode string
+
+const (
+	// ModeAuto is nftables when nft works in the node's namespace, else
+	// iptables.
+	ModeAuto     Mode = "auto"
+	ModeNFTables Mode = "nftables"
+	ModeIPTables Mode = "iptables"
+)
+
+// backend writes the service ports of one sync into the kernel, all or
+// nothing, and remembers what it wrote so the next sync can remove what
+// is gone. full asks it to rewrite what it believes is in place too
+// (the periodic sync that repairs outside damage).
+type backend interface {
+	sync(ctx context.Context, ports []servicePort, full bool) error
 }
 
 // Proxier programs Services into the node's kernel.
 type Proxier struct {
-	cfg   Config
-	nft   knftables.Interface
-	log   *slog.Logger
-	state *tableState // what the table holds; nil: unknown
+	cfg     Config
+	mode    Mode
+	backend backend
+	log     *slog.Logger
 }
 
-// New checks cfg and that nftables works in the node's namespace.
+// New checks cfg and picks the mode: nftables or iptables must work in
+// the node's namespace.
 func New(cfg Config) (*Proxier, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("proxy: a client is required")
@@ -60,22 +88,72 @@ func New(cfg Config) (*Proxier, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	nft := cfg.NFT
-	if nft == nil {
-		var err error
-		if nft, err = newNFT(cfg.HostNetNS); err != nil {
+	p := &Proxier{cfg: cfg, log: log.With("component", "proxy")}
+	useNFT := func() error {
+		nft := cfg.NFT
+		if nft == nil {
+			var err error
+			if nft, err = newNFT(cfg.HostNetNS); err != nil {
+				return err
+			}
+		}
+		p.mode, p.backend = ModeNFTables, &nftBackend{nft: nft, clusterCIDR: cfg.ClusterCIDR}
+		return nil
+	}
+	useIPTables := func() error {
+		b, err := newIPTables(cfg.HostNetNS, cfg.Runner, cfg.ClusterCIDR)
+		if err != nil {
+			return err
+		}
+		p.mode, p.backend = ModeIPTables, b
+		return nil
+	}
+	switch cfg.Mode {
+	case "", ModeAuto:
+		nftErr := useNFT()
+		if nftErr == nil {
+			break
+		}
+		if err := useIPTables(); err != nil {
+			return nil, fmt.Errorf("proxy: neither nftables nor iptables works: %w", errors.Join(nftErr, err))
+		}
+		p.log.Info("nftables unusable, using iptables", "err", nftErr)
+	case ModeNFTables:
+		if err := useNFT(); err != nil {
 			return nil, err
 		}
+	case ModeIPTables:
+		if err := useIPTables(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("proxy: unknown mode %q (want %s, %s or %s)", cfg.Mode, ModeAuto, ModeNFTables, ModeIPTables)
 	}
-	return &Proxier{cfg: cfg, nft: nft, log: log.With("component", "proxy")}, nil
+	return p, nil
 }
 
-// Cleanup deletes the proxy's table from the namespace at netns (the
-// process's own when empty); a missing table is not an error.
+// Mode is the mode New picked: ModeNFTables or ModeIPTables.
+func (p *Proxier) Mode() Mode { return p.mode }
+
+// Cleanup removes what either mode leaves in the namespace at netns (the
+// process's own when empty): the nftables table, and the iptables jump
+// rules and chains. A missing piece, or a missing nft or iptables, is
+// not an error.
 func Cleanup(ctx context.Context, netns string) error {
+	if err := network.InNetNS(netns, func() error { return nil }); err != nil {
+		return err
+	}
+	return errors.Join(cleanupNFT(ctx, netns), cleanupIPTables(ctx, netns))
+}
+
+// cleanupNFT deletes the nftables table, if nft works and it is there.
+func cleanupNFT(ctx context.Context, netns string) error {
+	if _, err := exec.LookPath("nft"); err != nil {
+		return nil
+	}
 	nft, err := newNFT(netns)
 	if err != nil {
-		return err
+		return nil // an nft that does not work in netns has no table there
 	}
 	tx := nft.NewTransaction()
 	tx.Add(&knftables.Table{})
@@ -86,12 +164,24 @@ func Cleanup(ctx context.Context, netns string) error {
 	return nil
 }
 
-// Start watches Services and EndpointSlices and keeps the table in step
-// until ctx ends.
+// cleanupIPTables deletes the jump rules and chains, if iptables works.
+func cleanupIPTables(ctx context.Context, netns string) error {
+	b, err := newIPTables(netns, nil, "")
+	if err != nil {
+		return nil // nothing can have been written with it
+	}
+	return b.cleanup(ctx)
+}
+
+// Start watches Services and EndpointSlices and keeps the kernel's rules
+// in step until ctx ends.
 func (p *Proxier) Start(ctx context.Context) error {
-	if p.cfg.NFT == nil {
+	if p.cfg.NFT == nil && p.cfg.Runner == nil {
 		if err := enableBridgeNetfilter(p.cfg.HostNetNS); err != nil {
 			p.log.Warn("bridged traffic will bypass conntrack", "err", err)
+		}
+		if err := p.cleanupOtherMode(ctx); err != nil {
+			p.log.Warn("remove the other mode's rules", "err", err)
 		}
 	}
 	factory := informers.NewSharedInformerFactory(p.cfg.Client, 0)
@@ -116,32 +206,38 @@ func (p *Proxier) Start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), svcs.Informer().HasSynced, eps.Informer().HasSynced) {
 		return ctx.Err()
 	}
-	p.log.Info("service proxy started", "node", p.cfg.NodeName, "table", "ip "+TableName)
+	p.log.Info("service proxy started", "node", p.cfg.NodeName, "mode", p.mode)
 	resync := time.NewTimer(0)
 	defer resync.Stop()
+	var full bool
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changed:
+			full = false
 		case <-resync.C:
+			full = true
 		}
 		start := time.Now()
 		svcList, err := svcs.Lister().List(labels.Everything())
 		if err == nil {
 			var epList []*discoveryv1.EndpointSlice
 			if epList, err = eps.Lister().List(labels.Everything()); err == nil {
-				err = p.Sync(ctx, svcList, epList)
+				err = p.sync(ctx, svcList, epList, full)
 			}
 		}
-		next := p.cfg.SyncPeriod
+		// The periodic full sync comes every SyncPeriod however often
+		// changes come; a failure is retried, in full, after a second.
 		if err != nil {
 			p.log.Error("sync service rules", "err", err)
-			next = time.Second
+			resync.Reset(time.Second)
 		} else {
-			p.log.Debug("synced service rules", "services", len(svcList), "took", time.Since(start))
+			p.log.Debug("synced service rules", "services", len(svcList), "full", full, "took", time.Since(start))
+			if full {
+				resync.Reset(p.cfg.SyncPeriod)
+			}
 		}
-		resync.Reset(next)
 		// Coalesce: whatever changes meanwhile is one sync.
 		select {
 		case <-ctx.Done():
@@ -151,14 +247,43 @@ func (p *Proxier) Start(ctx context.Context) error {
 	}
 }
 
-// Sync writes the rules for svcs and eps in one transaction.
+// cleanupOtherMode removes what the other mode left (a node that changed
+// modes): those rules would catch the same traffic first.
+func (p *Proxier) cleanupOtherMode(ctx context.Context) error {
+	if p.mode == ModeIPTables {
+		return cleanupNFT(ctx, p.cfg.HostNetNS)
+	}
+	return cleanupIPTables(ctx, p.cfg.HostNetNS)
+}
+
+// Sync writes the rules for svcs and eps: one nft transaction, or one
+// iptables-restore (of the per-service chains that changed since the
+// last sync; Start rewrites them all every SyncPeriod).
 func (p *Proxier) Sync(ctx context.Context, svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice) error {
-	tx := p.nft.NewTransaction()
-	next := render(tx, servicePorts(svcs, eps), p.cfg.ClusterCIDR, p.state)
-	if err := p.nft.Run(ctx, tx); err != nil {
-		p.state = nil // start over next time
+	return p.sync(ctx, svcs, eps, false)
+}
+
+func (p *Proxier) sync(ctx context.Context, svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice, full bool) error {
+	return p.backend.sync(ctx, servicePorts(svcs, eps), full)
+}
+
+// nftBackend writes the table "ip minik8s-proxy" (rules.go), all of it
+// every sync.
+type nftBackend struct {
+	nft         knftables.Interface
+	clusterCIDR string
+	state       *tableState // what the table holds; nil: unknown
+}
+
+var _ backend = (*nftBackend)(nil)
+
+func (b *nftBackend) sync(ctx context.Context, ports []servicePort, _ bool) error {
+	tx := b.nft.NewTransaction()
+	next := render(tx, ports, b.clusterCIDR, b.state)
+	if err := b.nft.Run(ctx, tx); err != nil {
+		b.state = nil // start over next time
 		return fmt.Errorf("nft transaction (%d operations): %w", tx.NumOperations(), err)
 	}
-	p.state = next
+	b.state = next
 	return nil
 }
