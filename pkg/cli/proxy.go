@@ -18,6 +18,7 @@ type proxyFlags struct {
 	nodeName    string
 	netns       string
 	clusterCIDR string
+	mode        string
 	cleanup     bool
 }
 
@@ -25,7 +26,7 @@ func proxyCommand() *cobra.Command {
 	f := &proxyFlags{}
 	cmd := &cobra.Command{
 		Use:   "proxy",
-		Short: "Run the service proxy (nftables table ip " + proxy.TableName + "); minik8s up and agent already run one per node",
+		Short: "Run the service proxy (nftables table ip " + proxy.TableName + ", or iptables MINIK8S-* chains); minik8s up and agent already run one per node",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.cleanup {
@@ -41,7 +42,7 @@ func proxyCommand() *cobra.Command {
 				return err
 			}
 			p, err := proxy.New(proxy.Config{
-				Client: client, NodeName: f.nodeName, HostNetNS: f.netns, ClusterCIDR: f.clusterCIDR,
+				Client: client, NodeName: f.nodeName, HostNetNS: f.netns, ClusterCIDR: f.clusterCIDR, Mode: proxy.Mode(f.mode),
 				Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 			})
 			if err != nil {
@@ -56,6 +57,7 @@ func proxyCommand() *cobra.Command {
 	fl.StringVar(&f.nodeName, "node-name", host, "the node this proxy serves (for logs)")
 	fl.StringVar(&f.netns, "netns", "", "the node's network namespace (a path such as /run/netns/NAME); empty: this process's own")
 	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range; connections to Services from outside it are masqueraded")
-	fl.BoolVar(&f.cleanup, "cleanup", false, "delete the proxy's nftables table and exit")
+	fl.StringVar(&f.mode, "mode", string(proxy.ModeAuto), "how to program the kernel: auto (nftables when nft works, else iptables), nftables or iptables")
+	fl.BoolVar(&f.cleanup, "cleanup", false, "delete the proxy's nftables table and iptables chains and exit")
 	return cmd
 }

@@ -55,6 +55,9 @@ type Config struct {
 	KubeletAddress string
 	// HostNetNS is the node's network namespace when it is not the process's own.
 	HostNetNS string
+	// ProxyMode is the service proxy's mode: auto (the default),
+	// nftables or iptables (proxy.Mode).
+	ProxyMode string
 	Labels    map[string]string
 	// Capacity adds to what the machine reports, e.g. extended resources
 	// such as nvidia.com/gpu.
@@ -149,9 +152,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	go syncRoutes(ctx, client, routes, log)
 	// The service proxy programs this node's namespace; a node without a
-	// usable nft still runs pods, only without Services.
+	// usable nft or iptables still runs pods, only without Services.
 	if px, err := proxy.New(proxy.Config{Client: client, NodeName: cfg.NodeName, HostNetNS: cfg.HostNetNS,
-		ClusterCIDR: cfg.ClusterCIDR, Logger: log}); err != nil {
+		ClusterCIDR: cfg.ClusterCIDR, Mode: proxy.Mode(cfg.ProxyMode), Logger: log}); err != nil {
 		log.Warn("service proxy disabled", "err", err)
 	} else {
 		go func() {
