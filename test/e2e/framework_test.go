@@ -53,6 +53,8 @@ type cluster struct {
 	logs       *os.File
 	// clusterDNS is what kubelets give ClusterFirst pods (newClusterWithAddons).
 	clusterDNS []string
+	// proxyMode is the nodes' service proxy mode (newClusterProxyMode).
+	proxyMode string
 }
 
 // testNode is one kubelet: its namespace, address and the node.Run
@@ -214,7 +216,7 @@ func (c *cluster) startNode(n *testNode) {
 			TLSClientConfig: rest.TLSClientConfig{CAData: c.cp.Bundle.CAPEM, CertData: certPEM, KeyData: keyPEM}},
 		ClientCA: c.cp.Bundle.CAPool, ContainerdAddress: c.containerd,
 		ClusterCIDR: controlplane.DefaultClusterCIDR, ServiceCIDR: serviceCIDR, RootDir: n.rootDir, ClusterDNS: c.clusterDNS,
-		KubeletAddress: net.JoinHostPort(n.ip.String(), "10250"), HostNetNS: n.netns,
+		KubeletAddress: net.JoinHostPort(n.ip.String(), "10250"), HostNetNS: n.netns, ProxyMode: c.proxyMode,
 		Logger: c.logger().With("node", n.name),
 	}
 	go func() { n.done <- node.Run(ctx, cfg) }()

@@ -20,7 +20,12 @@ import (
 // node; a Service without endpoints refuses at once; a deleted Service
 // stops answering.
 func TestService(t *testing.T) {
-	c := newCluster(t, 2)
+	serviceStory(t, newCluster(t, 2))
+}
+
+// serviceStory is TestService's story on c, a cluster of two nodes,
+// whichever mode their service proxies run in.
+func serviceStory(t *testing.T, c *cluster) {
 	k := c.kubectl
 	ctx := context.Background()
 	n1, n2 := c.nodes[c.tag+"-n1"], c.nodes[c.tag+"-n2"]
