@@ -25,15 +25,15 @@
 // In iptables mode, the chains named MINIK8S-* in the nat and filter
 // tables, and one jump rule into them at the top of each of the built-in
 // chains nat PREROUTING, OUTPUT, POSTROUTING and filter INPUT, FORWARD,
-// OUTPUT (inserted when iptables -C does not find it). Every sync is one
+// OUTPUT (inserted where iptables -C does not find it). Every sync is one
 // iptables-restore --noflush: a declared chain (":CHAIN - [0:0]") is
 // created or flushed and written again, chains no longer wanted are
 // declared and then deleted (-X), and no other chain is touched; each
 // table commits atomically. A sync writes the fixed chains and the
 // per-service chains whose rules changed since the last one; the first
-// sync, one after a failure and the periodic one write every chain and
+// sync, one after a failure and the periodic one write every chain,
 // delete any MINIK8S- chain that is not wanted (found with
-// iptables-save), whoever left it.
+// iptables-save), whoever left it, and check the jump rules.
 //
 // Syncs are coalesced (at most one per MinSyncPeriod) and repeated every
 // SyncPeriod to repair outside damage. Cleanup deletes the nftables

@@ -151,12 +151,13 @@ func newIPTables(netns string, run Runner, clusterCIDR string) (*iptablesBackend
 }
 
 // sync writes the fixed chains and the per-service chains whose rules
-// changed since the last sync; full (and a first sync, or one after a
-// failure) writes every chain and deletes every MINIK8S- chain that is
-// not wanted, whoever left it.
+// changed since the last sync. A full one (and a first sync, or one
+// after a failure) writes every chain, deletes every MINIK8S- chain that
+// is not wanted, whoever left it, and puts back missing jump rules.
 func (b *iptablesBackend) sync(ctx context.Context, ports []servicePort, full bool) error {
 	prev, existing := b.written, iptChains(nil)
-	if full || prev == nil {
+	full = full || prev == nil
+	if full {
 		var err error
 		if existing, err = b.ourChains(ctx); err != nil {
 			return err
@@ -170,6 +171,9 @@ func (b *iptablesBackend) sync(ctx context.Context, ports []servicePort, full bo
 		return fmt.Errorf("iptables-restore (%d bytes): %w", b.buf.Len(), err)
 	}
 	b.written = next
+	if !full {
+		return nil
+	}
 	return b.ensureJumps(ctx)
 }
 

@@ -213,7 +213,7 @@ func TestRenderIPTables(t *testing.T) {
 
 // TestIPTablesRestoreShape: one restore writes filter then nat, each
 // declaring its fixed chains and ending in COMMIT; the jump rules go in
-// once, at the top of the built-in chains.
+// once, at the top of the built-in chains, and full syncs repair them.
 func TestIPTablesRestoreShape(t *testing.T) {
 	p, run := newIPTablesProxier(t, "")
 	ctx := context.Background()
@@ -262,6 +262,22 @@ COMMIT
 	}
 	if inserts != len(wantJumps) {
 		t.Errorf("%d inserts over two syncs, want %d", inserts, len(wantJumps))
+	}
+
+	// A jump deleted behind the proxy's back is back after the next
+	// full sync.
+	run.jumps = run.jumps[1:]
+	if err := p.Sync(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(run.jumps) != len(wantJumps)-1 {
+		t.Errorf("a partial sync checked the jumps: %v", run.jumps)
+	}
+	if err := p.sync(ctx, nil, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(run.jumps, wantJumps[0]) || len(run.jumps) != len(wantJumps) {
+		t.Errorf("after a full sync, jumps:\n%s", strings.Join(run.jumps, "\n"))
 	}
 }
 
