@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -180,6 +182,46 @@ func TestKernelIPTablesPartialSync(t *testing.T) {
 	}
 	if got := iptablesSave(t, netns); !strings.Contains(got, "-A "+sep+" ") {
 		t.Errorf("full sync did not repair the flushed %s:\n%s", sep, got)
+	}
+}
+
+// TestKernelAutoFallsBack: on a machine without a usable nft, auto mode
+// programs iptables, nftables mode fails, and without iptables either
+// New says so.
+func TestKernelAutoFallsBack(t *testing.T) {
+	_, netns := kernelProxier(t, ModeIPTables)
+	// A PATH with iptables and no nft.
+	dir := t.TempDir()
+	for _, c := range []string{"iptables", "iptables-save", "iptables-restore"} {
+		path, err := exec.LookPath(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(path, filepath.Join(dir, c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir)
+	cfg := Config{Client: fake.NewClientset(), HostNetNS: netns}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatalf("auto without nft: %v", err)
+	}
+	if p.Mode() != ModeIPTables {
+		t.Errorf("auto without nft picked %q, want iptables", p.Mode())
+	}
+	svcs, eps := services(1, 1)
+	if err := p.Sync(context.Background(), svcs, eps); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Mode = ModeNFTables
+	if _, err := New(cfg); err == nil {
+		t.Error("nftables mode without nft: no error")
+	}
+	t.Setenv("PATH", t.TempDir())
+	cfg.Mode = ModeAuto
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "neither") {
+		t.Errorf("auto with neither nft nor iptables: %v", err)
 	}
 }
 
