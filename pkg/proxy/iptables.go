@@ -174,7 +174,11 @@ func (b *iptablesBackend) sync(ctx context.Context, ports []servicePort, full bo
 	if !full {
 		return nil
 	}
-	return b.ensureJumps(ctx)
+	if err := b.ensureJumps(ctx); err != nil {
+		b.written = nil // check them again next time
+		return err
+	}
+	return nil
 }
 
 // ensureJumps inserts each jump rule that is missing.
