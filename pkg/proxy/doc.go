@@ -8,8 +8,8 @@
 //
 // Config.Mode picks how: "nftables", "iptables", or "auto" (the
 // default): nftables when nft works in the node's namespace, else
-// iptables when iptables does; New fails when the chosen mode (or, for
-// auto, neither) works. Both modes render the same model (servicePorts)
+// iptables when iptables does; New fails when the chosen mode does not
+// work (auto: when neither does). Both modes render the same model (servicePorts)
 // and behave alike. Start removes what the other mode left, whose rules
 // would catch the same traffic, so a node can change modes; Cleanup
 // removes what either left.
@@ -17,8 +17,9 @@
 // # What it owns
 //
 // In nftables mode, one table, "ip minik8s-proxy", and nothing else: it
-// never reads or touches another table (the CNI plugins' iptables rules,
-// kube-proxy's tables, a user's firewall). Every sync rewrites the
+// never touches another table (the CNI plugins' iptables rules,
+// kube-proxy's tables, a user's firewall) but to remove the iptables
+// mode's MINIK8S- chains when it starts. Every sync rewrites the
 // table's chains, maps and sets in one nft transaction, so the kernel
 // never sees half a sync.
 //
