@@ -19,9 +19,11 @@
 // In nftables mode, one table, "ip minik8s-proxy", and nothing else: it
 // never touches another table (the CNI plugins' iptables rules,
 // kube-proxy's tables, a user's firewall) but to remove the iptables
-// mode's MINIK8S- chains when it starts. Every sync rewrites the
-// table's chains, maps and sets in one nft transaction, so the kernel
-// never sees half a sync.
+// mode's MINIK8S- chains when it starts. Every sync is one nft
+// transaction, so the kernel never sees half a sync: it rewrites the
+// fixed chains, the maps and sets, and the chains of the service ports
+// whose rules changed since the last sync; the first sync, one after a
+// failure and the periodic one recreate the whole table.
 //
 // In iptables mode, the chains named MINIK8S-* in the nat and filter
 // tables, and one jump rule into them at the top of each of the built-in

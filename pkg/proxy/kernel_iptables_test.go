@@ -271,6 +271,7 @@ func TestKernelChangeModes(t *testing.T) {
 	if err := pn.cleanupOtherMode(ctx); err != nil {
 		t.Fatal(err)
 	}
+	pn.backend.(*nftBackend).state = nil // its table was deleted under it
 	sync(pn)
 	if ipt, nft := ours(ruleset()); ipt || !nft {
 		t.Errorf("iptables -> nftables: iptables rules %v, nftables table %v; want only nftables", ipt, nft)

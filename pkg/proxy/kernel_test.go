@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/kubelet/network"
 )
@@ -112,16 +113,25 @@ func TestKernelSync(t *testing.T) {
 	}
 }
 
-// BenchmarkSync1000x10 renders and programs 1000 Services with 10
-// endpoints each into the kernel, as one transaction per sync.
-func BenchmarkSync1000x10(b *testing.B) {
+// BenchmarkSync1000x10 programs 1000 Services with 10 endpoints each
+// into the kernel, one endpoint changing per sync: one transaction that
+// rewrites the changed service's chains and the maps.
+func BenchmarkSync1000x10(b *testing.B) { benchmarkNFTSync(b, false) }
+
+// BenchmarkSyncFull1000x10 is the periodic full sync: every chain.
+func BenchmarkSyncFull1000x10(b *testing.B) { benchmarkNFTSync(b, true) }
+
+func benchmarkNFTSync(b *testing.B, full bool) {
 	p, _ := kernelProxier(b, ModeNFTables)
 	svcs, eps := services(1000, 10)
 	ctx := context.Background()
+	if err := p.sync(ctx, svcs, eps, true); err != nil {
+		b.Fatal(err)
+	}
 	for i := 0; b.Loop(); i++ {
 		// Alternate endpoints so every sync changes something.
 		eps[i%len(eps)].Endpoints[0].Addresses[0] = fmt.Sprintf("10.245.%d.%d", i%250, i%200+1)
-		if err := p.Sync(ctx, svcs, eps); err != nil {
+		if err := p.sync(ctx, svcs, eps, full); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -139,4 +149,50 @@ func BenchmarkRender1000x10(b *testing.B) {
 		}
 	}
 	_ = start
+}
+
+// TestKernelIncrementalSync: syncs that write only what changed leave the
+// kernel exactly as one full sync of the same Services does, and write far
+// less.
+func TestKernelIncrementalSync(t *testing.T) {
+	p, netns := kernelProxier(t, ModeNFTables)
+	ctx := context.Background()
+	svcs, eps := services(50, 3)
+	svcs[3].Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	list := func() string {
+		var out []byte
+		err := network.InNetNS(netns, func() (err error) {
+			out, err = exec.Command("nft", "list", "table", "ip", TableName).CombinedOutput()
+			return err
+		})
+		if err != nil {
+			t.Fatalf("nft list: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	if err := p.sync(ctx, svcs, eps, true); err != nil {
+		t.Fatal(err)
+	}
+	// Endpoints move, one Service goes, one loses its endpoints, the
+	// affinity one changes timeout.
+	eps[0].Endpoints[1].Addresses[0] = "10.245.0.9"
+	eps[3].Endpoints = eps[3].Endpoints[:2]
+	svcs[3].Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](60)}}
+	eps[7].Endpoints = nil
+	svcs = append(svcs[:10], svcs[11:]...)
+	if err := p.sync(ctx, svcs, eps, false); err != nil {
+		t.Fatal(err)
+	}
+	incremental := list()
+	if err := p.sync(ctx, svcs, eps, true); err != nil {
+		t.Fatal(err)
+	}
+	if full := list(); full != incremental {
+		t.Errorf("incremental sync left\n%s\nwhere a full sync leaves\n%s", incremental, full)
+	}
+	for _, gone := range []string{"svc10/", "10.244.0.2:8080" /* svc0's old endpoint */} {
+		if strings.Contains(incremental, gone) {
+			t.Errorf("table still has %q:\n%s", gone, incremental)
+		}
+	}
 }

@@ -256,9 +256,9 @@ func (p *Proxier) cleanupOtherMode(ctx context.Context) error {
 	return cleanupIPTables(ctx, p.cfg.HostNetNS)
 }
 
-// Sync writes the rules for svcs and eps: one nft transaction, or one
-// iptables-restore (of the per-service chains that changed since the
-// last sync; Start rewrites them all every SyncPeriod).
+// Sync writes the rules for svcs and eps: one nft transaction or one
+// iptables-restore, of the per-service chains that changed since the last
+// sync (Start rewrites them all every SyncPeriod).
 func (p *Proxier) Sync(ctx context.Context, svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice) error {
 	return p.sync(ctx, svcs, eps, false)
 }
@@ -267,8 +267,9 @@ func (p *Proxier) sync(ctx context.Context, svcs []*corev1.Service, eps []*disco
 	return p.backend.sync(ctx, servicePorts(svcs, eps), full)
 }
 
-// nftBackend writes the table "ip minik8s-proxy" (rules.go), all of it
-// every sync.
+// nftBackend writes the table "ip minik8s-proxy" (rules.go): the chains
+// of changed service ports and the maps on each sync, all of it on a full
+// one.
 type nftBackend struct {
 	nft         knftables.Interface
 	clusterCIDR string
@@ -277,9 +278,9 @@ type nftBackend struct {
 
 var _ backend = (*nftBackend)(nil)
 
-func (b *nftBackend) sync(ctx context.Context, ports []servicePort, _ bool) error {
+func (b *nftBackend) sync(ctx context.Context, ports []servicePort, full bool) error {
 	tx := b.nft.NewTransaction()
-	next := render(tx, ports, b.clusterCIDR, b.state)
+	next := render(tx, ports, b.clusterCIDR, b.state, full)
 	if err := b.nft.Run(ctx, tx); err != nil {
 		b.state = nil // start over next time
 		return fmt.Errorf("nft transaction (%d operations): %w", tx.NumOperations(), err)

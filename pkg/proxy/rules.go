@@ -193,6 +193,9 @@ func endpointsFor(eps []*discoveryv1.EndpointSlice, p corev1.ServicePort) []endp
 type tableState struct {
 	chains map[string]bool // per-service chains
 	sets   map[string]bool // affinity sets
+	// written maps a service port's id to the fingerprint of the chains
+	// written for it, so an unchanged one is not written again.
+	written map[string]string
 }
 
 // hashName makes a short, stable name part from a key.
@@ -209,17 +212,25 @@ func chainName(prefix, key string) string {
 	return name
 }
 
-// renderer writes the whole table into one transaction.
+// renderer writes the table into one transaction.
 type renderer struct {
 	tx          *knftables.Transaction
 	clusterCIDR string // empty: masquerade every NodePort connection
+	// keep holds the fingerprints of service ports whose chains are in
+	// the table as they should be: only their map elements are written.
+	keep map[string]string
 }
 
 // render writes the table for ports into tx. prev is the state the
 // table is in (nil: unknown, the table is recreated from scratch); the
-// returned state is the one tx leaves it in.
-func render(tx *knftables.Transaction, ports []servicePort, clusterCIDR string, prev *tableState) *tableState {
+// returned state is the one tx leaves it in. Unless full, the chains of
+// service ports that have not changed since prev are left as they are;
+// the fixed chains, maps and sets are always rewritten.
+func render(tx *knftables.Transaction, ports []servicePort, clusterCIDR string, prev *tableState, full bool) *tableState {
 	r := &renderer{tx: tx, clusterCIDR: clusterCIDR}
+	if prev != nil && !full {
+		r.keep = prev.written
+	}
 	table := &knftables.Table{Comment: knftables.PtrTo("minik8s service proxy")}
 	tx.Add(table)
 	if prev == nil {
@@ -230,12 +241,12 @@ func render(tx *knftables.Transaction, ports []servicePort, clusterCIDR string, 
 		prev = &tableState{}
 	}
 	r.base()
-	next := &tableState{chains: map[string]bool{}, sets: map[string]bool{}}
+	next := &tableState{chains: map[string]bool{}, sets: map[string]bool{}, written: map[string]string{}}
 	for i := range ports {
 		r.servicePort(&ports[i], next)
 	}
-	// Every surviving chain was flushed and rewritten above, so nothing
-	// refers to the stale ones any more.
+	// Every surviving chain was kept or rewritten above, and the maps
+	// were rewritten, so nothing refers to the stale ones any more.
 	var stale []string
 	for c := range prev.chains {
 		if !next.chains[c] {
@@ -309,6 +320,15 @@ func (r *renderer) base() {
 // servicePort writes one service port's chains and map elements.
 func (r *renderer) servicePort(sp *servicePort, next *tableState) {
 	tx := r.tx
+	// The chains are a function of sp and clusterCIDR alone.
+	fingerprint := fmt.Sprintf("%+v", *sp)
+	unchanged := r.keep != nil && r.keep[sp.id()] == fingerprint
+	next.written[sp.id()] = fingerprint
+	chain := func(c *knftables.Chain, rules ...string) {
+		if !unchanged {
+			r.chain(c, rules...)
+		}
+	}
 	port := strconv.Itoa(int(sp.port))
 	nodePort := strconv.Itoa(int(sp.nodePort))
 	if len(sp.endpoints) == 0 {
@@ -337,19 +357,19 @@ func (r *renderer) servicePort(sp *servicePort, next *tableState) {
 		epRules := []string{"ip saddr " + ep.ip + " jump " + chainMarkForMasq} // hairpin
 		if sp.affinity > 0 {
 			set := "affinity-" + hashName(fmt.Sprintf("%s/%d", epKey, int64(sp.affinity.Seconds())))
-			if !next.sets[set] {
+			if !next.sets[set] && !unchanged {
 				tx.Add(&knftables.Set{Name: set, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
 					Timeout: knftables.PtrTo(sp.affinity), Comment: knftables.PtrTo(epKey)})
-				next.sets[set] = true
 			}
+			next.sets[set] = true
 			rules = append(rules, "ip saddr @"+set+" goto "+epChain)
 			epRules = append(epRules, "update @"+set+" { ip saddr }")
 		}
 		epRules = append(epRules, fmt.Sprintf("meta l4proto %s dnat to %s", sp.proto, ep))
-		r.chain(&knftables.Chain{Name: epChain}, epRules...)
+		chain(&knftables.Chain{Name: epChain}, epRules...)
 	}
 	rules = append(rules, fmt.Sprintf("numgen random mod %d vmap { %s }", len(sp.endpoints), strings.Join(vmap, " , ")))
-	r.chain(&knftables.Chain{Name: svcChain}, rules...)
+	chain(&knftables.Chain{Name: svcChain}, rules...)
 	for _, ip := range sp.ips {
 		tx.Add(&knftables.Element{Map: mapServiceIPs, Key: []string{ip, sp.proto, port}, Value: []string{"goto " + svcChain}})
 	}
@@ -360,7 +380,7 @@ func (r *renderer) servicePort(sp *servicePort, next *tableState) {
 		if r.clusterCIDR != "" {
 			masq = "ip saddr != " + r.clusterCIDR + " " + masq
 		}
-		r.chain(&knftables.Chain{Name: npChain}, masq, "goto "+svcChain)
+		chain(&knftables.Chain{Name: npChain}, masq, "goto "+svcChain)
 		tx.Add(&knftables.Element{Map: mapServiceNodePorts, Key: []string{sp.proto, nodePort}, Value: []string{"goto " + npChain}})
 	}
 }
