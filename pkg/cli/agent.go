@@ -44,6 +44,7 @@ type agentFlags struct {
 	kubeletAt                string
 	clusterCIDR, serviceCIDR string
 	capacity                 map[string]string
+	proxyMode                string
 	clusterDNS               []string
 	clusterDomain            string
 }
@@ -66,6 +67,9 @@ under its root dir (kubelet.kubeconfig). A restart reuses the saved credential.
 with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkProxyMode(f.proxyMode); err != nil {
+				return err
+			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 			switch f.provider {
 			case "simulated":
@@ -94,6 +98,7 @@ with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 	fl.StringToStringVar(&f.labels, "node-labels", nil, "labels for the node(s)")
 	fl.StringSliceVar(&f.clusterDNS, "cluster-dns", nil, "nameservers of dnsPolicy ClusterFirst pods (default: kube-system/kube-dns's clusterIP when the cluster has one)")
 	fl.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain")
+	fl.StringVar(&f.proxyMode, "proxy-mode", "auto", "how the node's service proxy programs the kernel: auto (nftables, else iptables), nftables or iptables")
 	fl.StringToStringVar(&f.capacity, "extra-resources", nil, "resources the node offers beyond cpu, memory and pods, e.g. nvidia.com/gpu=2 (local provider)")
 	return cmd
 }
@@ -241,7 +246,7 @@ func runLocalNode(ctx context.Context, f *agentFlags, log *slog.Logger) error {
 	}
 	return node.Run(ctx, node.Config{
 		NodeName: f.nodeName, NodeIP: f.nodeIP, REST: rc, ClientCA: pool, Labels: f.labels, Capacity: capacity,
-		ClusterDNS: clusterDNS, ClusterDomain: f.clusterDomain,
+		ClusterDNS: clusterDNS, ClusterDomain: f.clusterDomain, ProxyMode: f.proxyMode,
 		ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR, RootDir: nodeDir(f, f.nodeName),
 		KubeletAddress: f.kubeletAt, HostNetNS: f.netns, Logger: log,
 	})

@@ -50,3 +50,11 @@ func TestDiscoverClusterDNS(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckProxyMode(t *testing.T) {
+	for mode, ok := range map[string]bool{"": true, "auto": true, "nftables": true, "iptables": true, "ipvs": false, "NFTABLES": false} {
+		if err := checkProxyMode(mode); (err == nil) != ok {
+			t.Errorf("checkProxyMode(%q) = %v", mode, err)
+		}
+	}
+}

@@ -29,6 +29,9 @@ func proxyCommand() *cobra.Command {
 		Short: "Run the service proxy (nftables table ip " + proxy.TableName + ", or iptables MINIK8S-* chains); minik8s up and agent already run one per node",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkProxyMode(f.mode); err != nil {
+				return err
+			}
 			if f.cleanup {
 				return proxy.Cleanup(cmd.Context(), f.netns)
 			}
@@ -60,4 +63,13 @@ func proxyCommand() *cobra.Command {
 	fl.StringVar(&f.mode, "mode", string(proxy.ModeAuto), "how to program the kernel: auto (nftables when nft works, else iptables), nftables or iptables")
 	fl.BoolVar(&f.cleanup, "cleanup", false, "delete the proxy's nftables table and iptables chains and exit")
 	return cmd
+}
+
+// checkProxyMode refuses a --proxy-mode / --mode the proxy does not have.
+func checkProxyMode(mode string) error {
+	switch proxy.Mode(mode) {
+	case "", proxy.ModeAuto, proxy.ModeNFTables, proxy.ModeIPTables:
+		return nil
+	}
+	return fmt.Errorf("proxy mode %q: want auto, nftables or iptables", mode)
 }

@@ -34,6 +34,7 @@ type upFlags struct {
 	clusterCIDR string
 	serviceCIDR string
 	capacity    map[string]string
+	proxyMode   string
 }
 
 func upCommand() *cobra.Command {
@@ -44,6 +45,9 @@ func upCommand() *cobra.Command {
 		Short: "Run a whole single-node cluster in the foreground (root): containerd, etcd, control plane, kubelet",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkProxyMode(f.proxyMode); err != nil {
+				return err
+			}
 			if os.Geteuid() != 0 {
 				return errors.New("minik8s up runs containers and sets up pod networking, so it must run as root (minik8s server runs the control plane alone without root)")
 			}
@@ -71,7 +75,7 @@ func upCommand() *cobra.Command {
 			}
 			defer stopAddons()
 			return node.Run(ctx, node.Config{
-				ClusterDNS: clusterDNS, ClusterDomain: dns.DefaultClusterDomain,
+				ClusterDNS: clusterDNS, ClusterDomain: dns.DefaultClusterDomain, ProxyMode: f.proxyMode,
 				NodeName: f.nodeName, NodeIP: f.nodeIP,
 				REST: &rest.Config{Host: cp.URL, UserAgent: "minik8s-kubelet", QPS: 50, Burst: 100,
 					TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: certPEM, KeyData: keyPEM}},
@@ -90,6 +94,7 @@ func upCommand() *cobra.Command {
 	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range, one /24 per node")
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", apiserver.DefaultServiceCIDR, "Service cluster IP range")
 	fl.StringToStringVar(&f.capacity, "extra-resources", nil, "resources the node offers beyond cpu, memory and pods, e.g. nvidia.com/gpu=2")
+	fl.StringVar(&f.proxyMode, "proxy-mode", "auto", "how the node's service proxy programs the kernel: auto (nftables, else iptables), nftables or iptables")
 	return cmd
 }
 
