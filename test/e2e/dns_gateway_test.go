@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -54,9 +55,12 @@ func TestDNSAndGateway(t *testing.T) {
 	k := c.kubectl
 	ctx := context.Background()
 	n2 := c.nodes[c.tag+"-n2"]
-	for _, app := range []string{"a", "b", "c"} {
-		c.apply(webApp(app, 2))
+	// The README's examples: web (3 pods), and a, b with the DNSRecord
+	// that routes minik8s.com/path1 and /path2 to them.
+	for _, ex := range []string{"service-clusterip.yaml", "dns-gateway.yaml"} {
+		k.OK(t, "apply", "-f", filepath.Join("..", "..", "examples", ex))
 	}
+	c.apply(webApp("c", 2))
 	c.apply(`apiVersion: v1
 kind: Service
 metadata: {name: a-pods}
@@ -75,10 +79,10 @@ spec:
   - {name: sh, image: busybox, command: ["sleep", "3600"]}
 `, n2.name))
 	c.waitPod("default", "client", 2*time.Minute, "Running", running)
-	for _, app := range []string{"a", "b", "c"} {
+	for app, replicas := range map[string]int32{"a": 2, "b": 2, "c": 2, "web": 3} {
 		c.waitFor(2*time.Minute, "deployment "+app+" available", func(ctx context.Context) (bool, error) {
 			d, err := c.client.AppsV1().Deployments("default").Get(ctx, app, metav1.GetOptions{})
-			return err == nil && d.Status.AvailableReplicas == 2, nil
+			return err == nil && d.Status.AvailableReplicas == replicas, nil
 		})
 	}
 	svcA, err := c.client.CoreV1().Services("default").Get(ctx, "a", metav1.GetOptions{})
@@ -155,6 +159,15 @@ spec:
 		}
 	})
 
+	t.Run("the example's NodePort answers on every node", func(t *testing.T) {
+		for _, n := range c.nodes {
+			body, err := httpGet("", net.JoinHostPort(n.ip.String(), "30080"))
+			if err != nil || !strings.HasPrefix(body, "web ") {
+				t.Errorf("NodePort 30080 of %s: %q, %v", n.name, body, err)
+			}
+		}
+	})
+
 	t.Run("pods reach the apiserver as default/kubernetes", func(t *testing.T) {
 		env := k.OK(t, "exec", "client", "--", "env")
 		if !strings.Contains(env, "KUBERNETES_SERVICE_HOST=10.96.0.1\n") || !strings.Contains(env, "KUBERNETES_SERVICE_PORT=443\n") {
@@ -179,15 +192,7 @@ spec:
 	})
 
 	t.Run("a DNSRecord routes host and paths to services", func(t *testing.T) {
-		c.apply(`apiVersion: minik8s.io/v1
-kind: DNSRecord
-metadata: {name: site}
-spec:
-  host: minik8s.com
-  paths:
-  - {path: /path1, service: a, port: 80}
-  - {path: /path2, service: b, port: http}
-`)
+		// dns-gateway.yaml's record: /path1 -> a, /path2 -> b.
 		eventually("minik8s.com/path1 from a pod", answersFrom("http://minik8s.com/path1/", "a"))
 		eventually("minik8s.com/path2 from a pod", answersFrom("http://minik8s.com/path2/", "b"))
 		// From another host (node n2's own namespace), on the cluster DNS.
@@ -202,7 +207,7 @@ spec:
 			t.Errorf("kubectl get dnsrecords:\n%s", out)
 		}
 		eventually("the record's status", func() error {
-			out := k.OK(t, "describe", "dnsrecord", "site")
+			out := k.OK(t, "describe", "dnsrecord", "gateway")
 			if !strings.Contains(out, "Routed") {
 				return fmt.Errorf("describe lacks the Routed condition:\n%s", out)
 			}
@@ -212,7 +217,7 @@ spec:
 		// Update: a third path; the first two keep answering.
 		c.apply(`apiVersion: minik8s.io/v1
 kind: DNSRecord
-metadata: {name: site}
+metadata: {name: gateway}
 spec:
   host: minik8s.com
   paths:
@@ -228,7 +233,7 @@ spec:
 		}
 
 		// Deleted, the name stops resolving.
-		k.OK(t, "delete", "dnsrecord", "site")
+		k.OK(t, "delete", "dnsrecord", "gateway")
 		eventually("minik8s.com to stop resolving", func() error {
 			if out, err := exec("timeout 10 nslookup minik8s.com"); err == nil {
 				return fmt.Errorf("minik8s.com still resolves: %q", out)

@@ -1,7 +1,10 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,29 +61,43 @@ func readKubectlExamples(t *testing.T) []kubectlExample {
 		if err != nil {
 			t.Fatal(err)
 		}
-		js, err := utilyaml.ToJSON(data)
-		if err != nil {
-			t.Fatalf("%s: %v", e.Name(), err)
+		// A file may hold several objects ("---"), as users write them.
+		docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+		for {
+			doc, err := docs.Read()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", e.Name(), err)
+			}
+			if len(bytes.TrimSpace(doc)) == 0 {
+				continue
+			}
+			js, err := utilyaml.ToJSON(doc)
+			if err != nil {
+				t.Fatalf("%s: %v", e.Name(), err)
+			}
+			var m struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Metadata   struct {
+					Name      string `json:"name"`
+					Namespace string `json:"namespace"`
+				} `json:"metadata"`
+				StringData map[string]string `json:"stringData"`
+			}
+			if err := json.Unmarshal(js, &m); err != nil {
+				t.Fatalf("%s: %v", e.Name(), err)
+			}
+			if m.Kind == "" || m.Metadata.Name == "" {
+				continue // only comments
+			}
+			out = append(out, kubectlExample{
+				file: e.Name(), apiVersion: m.APIVersion, kind: m.Kind, name: m.Metadata.Name,
+				namespace: m.Metadata.Namespace, stringData: len(m.StringData) > 0,
+			})
 		}
-		var m struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-			StringData map[string]string `json:"stringData"`
-		}
-		if err := json.Unmarshal(js, &m); err != nil {
-			t.Fatalf("%s: %v", e.Name(), err)
-		}
-		if m.Kind == "" || m.Metadata.Name == "" {
-			t.Fatalf("%s: one object per example file is expected (kind %q, name %q)", e.Name(), m.Kind, m.Metadata.Name)
-		}
-		out = append(out, kubectlExample{
-			file: e.Name(), apiVersion: m.APIVersion, kind: m.Kind, name: m.Metadata.Name,
-			namespace: m.Metadata.Namespace, stringData: len(m.StringData) > 0,
-		})
 	}
 	if len(out) == 0 {
 		t.Fatal("no examples found")
@@ -121,10 +138,18 @@ var kubectlExampleChecks = map[string]func(t *testing.T, c *cluster){
 			t.Fatalf("deployment web: %+v", d.Spec)
 		}
 	},
-	"dnsrecord.yaml": func(t *testing.T, c *cluster) {
-		out := newKubectl(t, c).ok(t, "get", "dnsrecord", "site", "-n", "demo", "-o", "jsonpath={.spec.host} {.spec.paths[*].path} {.spec.paths[1].port}")
+	"dns-gateway.yaml": func(t *testing.T, c *cluster) {
+		for _, name := range []string{"a", "b"} {
+			if _, err := c.client.AppsV1().Deployments("default").Get(ctxT(t), name, metav1.GetOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if svc, err := c.client.CoreV1().Services("default").Get(ctxT(t), name, metav1.GetOptions{}); err != nil || svc.Spec.ClusterIP == "" {
+				t.Fatalf("service %s: %v", name, err)
+			}
+		}
+		out := newKubectl(t, c).ok(t, "get", "dnsrecord", "gateway", "-o", "jsonpath={.spec.host} {.spec.paths[*].path} {.spec.paths[1].port}")
 		if out != "minik8s.com /path1 /path2 http" {
-			t.Fatalf("dnsrecord site: %q", out)
+			t.Fatalf("dnsrecord gateway: %q", out)
 		}
 	},
 	"hpa.yaml": func(t *testing.T, c *cluster) {
@@ -132,18 +157,6 @@ var kubectlExampleChecks = map[string]func(t *testing.T, c *cluster){
 		if err != nil || h.Spec.MaxReplicas != 5 || *h.Spec.MinReplicas != 1 || h.Spec.ScaleTargetRef.Name != "web" ||
 			*h.Spec.Metrics[0].Resource.Target.AverageUtilization != 60 {
 			t.Fatalf("hpa web: %v %+v", err, h)
-		}
-	},
-	"hello-deployment.yaml": func(t *testing.T, c *cluster) {
-		d, err := c.client.AppsV1().Deployments("demo").Get(ctxT(t), "hello", metav1.GetOptions{})
-		if err != nil || d.Spec.Template.Spec.Containers[0].Ports[0].Name != "http" {
-			t.Fatalf("deployment hello: %v %+v", err, d)
-		}
-	},
-	"hello-service.yaml": func(t *testing.T, c *cluster) {
-		svc, err := c.client.CoreV1().Services("demo").Get(ctxT(t), "hello", metav1.GetOptions{})
-		if err != nil || svc.Spec.Ports[0].TargetPort != intstr.FromString("http") || svc.Spec.ClusterIP == "" {
-			t.Fatalf("service hello: %v %+v", err, svc)
 		}
 	},
 	"ingress.yaml": func(t *testing.T, c *cluster) {
@@ -180,6 +193,20 @@ var kubectlExampleChecks = map[string]func(t *testing.T, c *cluster){
 		// stringData is write-only: the server folds it into data.
 		if err != nil || string(s.Data["username"]) != "admin" || string(s.Data["password"]) != "s3cr3t-passw0rd" || len(s.StringData) != 0 {
 			t.Fatalf("secret web-credentials: %v %+v", err, s)
+		}
+	},
+	"service-clusterip.yaml": func(t *testing.T, c *cluster) {
+		d, err := c.client.AppsV1().Deployments("default").Get(ctxT(t), "web", metav1.GetOptions{})
+		if err != nil || *d.Spec.Replicas != 3 {
+			t.Fatalf("deployment web: %v %+v", err, d)
+		}
+		svc, err := c.client.CoreV1().Services("default").Get(ctxT(t), "web", metav1.GetOptions{})
+		if err != nil || svc.Spec.ClusterIP == "" || svc.Spec.Ports[0].TargetPort != intstr.FromString("http") {
+			t.Fatalf("service web: %v %+v", err, svc)
+		}
+		np, err := c.client.CoreV1().Services("default").Get(ctxT(t), "web-nodeport", metav1.GetOptions{})
+		if err != nil || np.Spec.Type != corev1.ServiceTypeNodePort || np.Spec.Ports[0].NodePort != 30080 {
+			t.Fatalf("service web-nodeport: %v %+v", err, np)
 		}
 	},
 	"service.yaml": func(t *testing.T, c *cluster) {
@@ -219,13 +246,21 @@ func TestKubectlApplyExamples(t *testing.T) {
 	if got := outputLines(k.ok(t, "apply", "-f", dir)); !slices.Equal(got, want) {
 		t.Fatalf("first apply printed\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	var files []string
+	refs := map[string][]string{}
 	for _, ex := range examples {
-		t.Run(ex.file, func(t *testing.T) {
-			kubectlExampleChecks[ex.file](t, c)
+		if refs[ex.file] == nil {
+			files = append(files, ex.file)
+		}
+		refs[ex.file] = append(refs[ex.file], ex.ref())
+	}
+	for _, file := range files {
+		t.Run(file, func(t *testing.T) {
+			kubectlExampleChecks[file](t, c)
 			// Every example is readable back through kubectl from its file.
-			args := []string{"get", "-f", filepath.Join(dir, ex.file), "-o", "name"}
-			if got := strings.TrimSpace(k.ok(t, args...)); got != ex.ref() {
-				t.Fatalf("kubectl get -f %s -o name = %q, want %q", ex.file, got, ex.ref())
+			args := []string{"get", "-f", filepath.Join(dir, file), "-o", "name"}
+			if got, want := strings.TrimSpace(k.ok(t, args...)), strings.Join(refs[file], "\n"); got != want {
+				t.Fatalf("kubectl get -f %s -o name = %q, want %q", file, got, want)
 			}
 		})
 	}
@@ -454,8 +489,9 @@ func TestKubectlGet(t *testing.T) {
 		}
 	})
 	t.Run("empty list", func(t *testing.T) {
-		stdout, stderr, err := k.run(t, "get", "pods", "-n", "default")
-		if err != nil || stdout != "" || stderr != "No resources found in default namespace.\n" {
+		k.ok(t, "create", "namespace", "quiet")
+		stdout, stderr, err := k.run(t, "get", "pods", "-n", "quiet")
+		if err != nil || stdout != "" || stderr != "No resources found in quiet namespace.\n" {
 			t.Fatalf("get pods in an empty namespace: %v %q %q", err, stdout, stderr)
 		}
 	})
