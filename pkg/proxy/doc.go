@@ -48,9 +48,17 @@
 //	                             from the node itself)
 //	services                     daddr . proto . port  vmap @service-ips
 //	                             fib daddr type local: proto . port vmap @service-nodeports
-//	svc-...                      one per service port: affinity lookups,
-//	                             then numgen random mod N vmap over ep-...
-//	nodeport-...                 mark for masquerade, goto svc-...
+//	svc-...                      one per service port, the ClusterIP's:
+//	                             mark from outside ClusterCIDR, affinity
+//	                             lookups, then numgen random mod N vmap
+//	                             over ep-...; drop with no endpoint left
+//	                             by internalTrafficPolicy Local
+//	ext-...                      when a traffic policy is Local, where
+//	                             the NodePort and externalIPs lead (see
+//	                             Traffic policies)
+//	nodeport-...                 mark for masquerade, goto svc-... (or
+//	                             ext-...); not with externalTrafficPolicy
+//	                             Local
 //	ep-...                       mark hairpin traffic (a pod reaching
 //	                             itself), record affinity, dnat
 //	nat-postrouting              masquerade what was marked
@@ -67,21 +75,27 @@
 //	                             -m addrtype --dst-type LOCAL -j
 //	                             MINIK8S-NODEPORTS
 //	nat MINIK8S-NODEPORTS        per NodePort: -j MINIK8S-MARK-MASQ, then
-//	                             -j MINIK8S-SVC-<hash>
+//	                             -j MINIK8S-SVC-<hash> (or -EXT-); only the
+//	                             latter with externalTrafficPolicy Local
 //	nat MINIK8S-SVC-<hash>       mark from outside ClusterCIDR; for
 //	                             ClientIP affinity, per endpoint -m recent
 //	                             --name <its SEP chain> --rcheck --seconds
 //	                             <timeout> --reap; then endpoint i of n
 //	                             with -m statistic --mode random
 //	                             --probability 1/(n-i), the last one
-//	                             unconditionally
+//	                             unconditionally; -j MINIK8S-MARK-DROP
+//	                             with no endpoint left by
+//	                             internalTrafficPolicy Local
+//	nat MINIK8S-EXT-<hash>       as ext-... above, -g for goto
 //	nat MINIK8S-SEP-<hash>       one per endpoint: mark hairpin traffic,
 //	                             (-m recent --set for affinity) DNAT
 //	nat MINIK8S-MARK-MASQ        MARK --or-mark 0x4000
+//	nat MINIK8S-MARK-DROP        MARK --or-mark 0x8000 (nat cannot DROP)
 //	nat MINIK8S-POSTROUTING      from POSTROUTING: MASQUERADE what is
 //	                             marked 0x4000
 //	filter MINIK8S-SERVICES      from INPUT, FORWARD and OUTPUT for
-//	                             conntrack state NEW: REJECT (tcp-reset,
+//	                             conntrack state NEW: DROP what is marked
+//	                             0x8000 (left untranslated); REJECT (tcp-reset,
 //	                             icmp-port-unreachable otherwise) service
 //	                             ports without endpoints; local
 //	                             destinations go on to MINIK8S-EXTERNAL
@@ -105,8 +119,40 @@
 // that endpoint again.
 //
 // Endpoints are the ready ones; when none is ready, serving and
-// terminating ones are used, as Kubernetes does. Traffic policies Local
-// are treated as Cluster. Only IPv4 is programmed.
+// terminating ones are used, as Kubernetes does. Only IPv4 is
+// programmed.
+//
+// # Traffic policies
+//
+// An endpoint is local when its EndpointSlice nodeName is
+// Config.NodeName (with no NodeName, none is).
+//
+// internalTrafficPolicy Local: traffic to the ClusterIP, from pods and
+// from the node itself, goes to local endpoints only; when the Service
+// has endpoints but none here, it is dropped (not refused: refusing is
+// for a Service without any endpoint).
+//
+// externalTrafficPolicy Local (ports with a NodePort or externalIPs):
+// traffic to the NodePort or an externalIP from anywhere else goes to
+// local endpoints only and is not masqueraded, so the endpoint sees the
+// client's address; when none is here, it is dropped. Traffic from pods
+// (ClusterCIDR) and from the node itself (a local source address) takes
+// a short circuit: it goes where the ClusterIP's would (svc-..., so
+// internalTrafficPolicy applies), the node's marked for masquerade. A
+// NodePort reached from another node's pod is "anywhere else". With
+// ClusterCIDR unset only the node's own traffic takes the short circuit.
+//
+// Either policy Local gives the external traffic a chain of its own,
+// ext-... (MINIK8S-EXT-<hash>): under externalTrafficPolicy Local the
+// short circuit, then a spread over the local endpoints, or drop; under
+// Cluster (with internalTrafficPolicy Local) mark from outside
+// ClusterCIDR and spread over every endpoint, as the NodePort and
+// externalIPs do without policies. nftables drops in the nat chains;
+// iptables cannot, so it marks 0x8000 there, leaves the packet
+// untranslated, and MINIK8S-SERVICES in filter drops it. Not done:
+// healthCheckNodePort, and the fallback to this node's terminating
+// endpoints while other nodes still have ready ones (the local ones are
+// taken from the endpoints chosen cluster-wide).
 //
 // # Namespaces
 //

@@ -66,9 +66,11 @@ const (
 	iptNodePorts   = "MINIK8S-NODEPORTS"   // nat
 	iptPostrouting = "MINIK8S-POSTROUTING" // nat
 	iptMarkMasq    = "MINIK8S-MARK-MASQ"   // nat
+	iptMarkDrop    = "MINIK8S-MARK-DROP"   // nat: filter drops what it marks
 	iptExternal    = "MINIK8S-EXTERNAL"    // filter: NodePorts without endpoints
 	iptSvcPrefix   = "MINIK8S-SVC-"
 	iptSepPrefix   = "MINIK8S-SEP-"
+	iptExtPrefix   = "MINIK8S-EXT-"
 	iptComment     = "minik8s service proxy"
 	xtablesWait    = "5" // seconds to wait for the xtables lock (legacy iptables)
 )
@@ -76,7 +78,7 @@ const (
 // iptFixed are the chains every sync declares, by table, in order.
 var iptFixed = map[string][]string{
 	"filter": {iptServices, iptExternal},
-	"nat":    {iptServices, iptNodePorts, iptPostrouting, iptMarkMasq},
+	"nat":    {iptServices, iptNodePorts, iptPostrouting, iptMarkMasq, iptMarkDrop},
 }
 
 // iptTables are the tables written, in the order of the restore input.
@@ -336,6 +338,10 @@ func renderIPTables(w *bytes.Buffer, ports []servicePort, clusterCIDR string, pr
 	nat, filter := &r.nat, &r.filter
 	nat.rule(iptMarkMasq, "-j", "MARK", "--or-mark", masqMark)
 	nat.rule(iptPostrouting, "-m", "mark", "--mark", masqMark+"/"+masqMark, "-j", "MASQUERADE")
+	// The nat table cannot drop: what a service chain marks, left
+	// untranslated, is dropped by filter.
+	nat.rule(iptMarkDrop, "-j", "MARK", "--or-mark", dropMark)
+	filter.rule(iptServices, "-m", "mark", "--mark", dropMark+"/"+dropMark, "-j", "DROP")
 	notCluster := []string{}
 	if clusterCIDR != "" {
 		notCluster = []string{"!", "-s", clusterCIDR}
@@ -354,7 +360,7 @@ func renderIPTables(w *bytes.Buffer, ports []servicePort, clusterCIDR string, pr
 			if proto == "tcp" {
 				reject = []string{"-j", "REJECT", "--reject-with", "tcp-reset"}
 			}
-			for _, ip := range sp.ips {
+			for _, ip := range sp.ips() {
 				filter.rule(iptServices, slices.Concat([]string{"-d", ip + "/32", "-p", proto, "-m", proto, "--dport", port}, comment, reject)...)
 			}
 			if sp.nodePort != 0 {
@@ -363,51 +369,95 @@ func renderIPTables(w *bytes.Buffer, ports []servicePort, clusterCIDR string, pr
 			continue
 		}
 		svc := iptChainName(iptSvcPrefix, sp.id())
-		for _, ip := range sp.ips {
-			nat.rule(iptServices, slices.Concat([]string{"-d", ip + "/32", "-p", proto, "-m", proto, "--dport", port}, comment, []string{"-j", svc})...)
+		ext := svc // where externalIPs lead
+		if sp.ownExternalChain() {
+			ext = iptChainName(iptExtPrefix, sp.id())
+		}
+		if sp.clusterIP != "" {
+			nat.rule(iptServices, slices.Concat([]string{"-d", sp.clusterIP + "/32", "-p", proto, "-m", proto, "--dport", port}, comment, []string{"-j", svc})...)
+		}
+		for _, ip := range sp.externalIPs {
+			nat.rule(iptServices, slices.Concat([]string{"-d", ip + "/32", "-p", proto, "-m", proto, "--dport", port}, comment, []string{"-j", ext})...)
 		}
 		if sp.nodePort != 0 {
 			match := []string{"-p", proto, "-m", proto, "--dport", nodePort}
-			writeRule(&nodePorts, iptNodePorts, slices.Concat(match, notCluster, comment, []string{"-j", iptMarkMasq})...)
-			writeRule(&nodePorts, iptNodePorts, slices.Concat(match, comment, []string{"-j", svc})...)
+			if !sp.externalLocal {
+				writeRule(&nodePorts, iptNodePorts, slices.Concat(match, notCluster, comment, []string{"-j", iptMarkMasq})...)
+			}
+			writeRule(&nodePorts, iptNodePorts, slices.Concat(match, comment, []string{"-j", ext})...)
 		}
 
-		seps := make([]string, len(sp.endpoints))
-		for j, ep := range sp.endpoints {
-			seps[j] = iptChainName(iptSepPrefix, sp.id()+"/"+ep.ip+"/"+strconv.Itoa(int(ep.port)))
+		used := sp.usedEndpoints()
+		seps := map[string]string{} // endpoint -> its chain
+		for _, ep := range used {
+			seps[ep.String()] = iptChainName(iptSepPrefix, sp.id()+"/"+ep.ip+"/"+strconv.Itoa(int(ep.port)))
 		}
-		if clusterCIDR != "" {
-			// From outside the pod network (the node itself, a host
-			// route): replies must come back through this node.
-			writeRule(&r.chain, svc, "!", "-s", clusterCIDR, "-j", iptMarkMasq)
-		}
-		if sp.affinity > 0 {
-			seconds := strconv.FormatInt(int64(sp.affinity.Seconds()), 10)
-			for j, ep := range sp.endpoints {
-				writeRule(&r.chain, svc, "-m", "comment", "--comment", `"`+sp.id()+" -> "+ep.String()+`"`,
-					"-m", "recent", "--name", seps[j], "--rcheck", "--seconds", seconds, "--reap", "-j", seps[j])
+		// spread writes rules into r.chain that send a packet to one of
+		// eps: the one its client has affinity to, else one at random;
+		// with none, it is marked to be dropped.
+		spread := func(chain string, eps []endpoint) {
+			if len(eps) == 0 {
+				writeRule(&r.chain, chain, "-j", iptMarkDrop)
+				return
+			}
+			if sp.affinity > 0 {
+				seconds := strconv.FormatInt(int64(sp.affinity.Seconds()), 10)
+				for _, ep := range eps {
+					sep := seps[ep.String()]
+					writeRule(&r.chain, chain, "-m", "comment", "--comment", `"`+sp.id()+" -> "+ep.String()+`"`,
+						"-m", "recent", "--name", sep, "--rcheck", "--seconds", seconds, "--reap", "-j", sep)
+				}
+			}
+			// Endpoint j of n is taken with probability 1/(n-j) of what
+			// the earlier ones left: a uniform spread.
+			n := len(eps)
+			for j, ep := range eps {
+				args := []string{"-m", "comment", "--comment", `"` + sp.id() + " -> " + ep.String() + `"`}
+				if j < n-1 {
+					args = append(args, "-m", "statistic", "--mode", "random", "--probability",
+						strconv.FormatFloat(1/float64(n-j), 'f', 10, 64))
+				}
+				writeRule(&r.chain, chain, append(args, "-j", seps[ep.String()])...)
 			}
 		}
-		// Endpoint j of n is taken with probability 1/(n-j) of what the
-		// earlier ones left: a uniform spread.
-		n := len(sp.endpoints)
-		for j, ep := range sp.endpoints {
-			args := []string{"-m", "comment", "--comment", `"` + sp.id() + " -> " + ep.String() + `"`}
-			if j < n-1 {
-				args = append(args, "-m", "statistic", "--mode", "random", "--probability",
-					strconv.FormatFloat(1/float64(n-j), 'f', 10, 64))
+		masqOutside := func(chain string) {
+			if clusterCIDR != "" {
+				// From outside the pod network (the node itself, a host
+				// route): replies must come back through this node.
+				writeRule(&r.chain, chain, "!", "-s", clusterCIDR, "-j", iptMarkMasq)
 			}
-			writeRule(&r.chain, svc, append(args, "-j", seps[j])...)
+		}
+		if eps := sp.clusterEndpoints(); len(eps) > 0 {
+			masqOutside(svc)
+			spread(svc, eps)
+		} else {
+			spread(svc, nil) // internalTrafficPolicy Local, none here
 		}
 		r.serviceChain(svc)
-		for j, ep := range sp.endpoints {
-			writeRule(&r.chain, seps[j], "-s", ep.ip+"/32", "-j", iptMarkMasq) // hairpin
+		if ext != svc {
+			if sp.externalLocal {
+				// Pods and this node reach the Service as through its
+				// ClusterIP; the rest stays here, unmasqueraded.
+				if clusterCIDR != "" {
+					writeRule(&r.chain, ext, "-s", clusterCIDR, "-g", svc)
+				}
+				writeRule(&r.chain, ext, "-m", "addrtype", "--src-type", "LOCAL", "-j", iptMarkMasq)
+				writeRule(&r.chain, ext, "-m", "addrtype", "--src-type", "LOCAL", "-g", svc)
+			} else {
+				masqOutside(ext)
+			}
+			spread(ext, sp.externalEndpoints())
+			r.serviceChain(ext)
+		}
+		for _, ep := range used {
+			sep := seps[ep.String()]
+			writeRule(&r.chain, sep, "-s", ep.ip+"/32", "-j", iptMarkMasq) // hairpin
 			args := slices.Concat([]string{"-p", proto}, comment)
 			if sp.affinity > 0 {
-				args = append(args, "-m", "recent", "--name", seps[j], "--set")
+				args = append(args, "-m", "recent", "--name", sep, "--set")
 			}
-			writeRule(&r.chain, seps[j], append(args, "-j", "DNAT", "--to-destination", ep.String())...)
-			r.serviceChain(seps[j])
+			writeRule(&r.chain, sep, append(args, "-j", "DNAT", "--to-destination", ep.String())...)
+			r.serviceChain(sep)
 		}
 	}
 	// NodePorts last: a ClusterIP or externalIP that is also a local

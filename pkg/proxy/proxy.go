@@ -22,7 +22,8 @@ import (
 // Config describes the proxy of one node.
 type Config struct {
 	Client kubernetes.Interface
-	// NodeName is for logs.
+	// NodeName is this node's name: endpoints whose nodeName it is are
+	// local, for the traffic policies Local. Empty: none is.
 	NodeName string
 	// HostNetNS is the node's network namespace when it is not the
 	// process's own.
@@ -264,7 +265,7 @@ func (p *Proxier) Sync(ctx context.Context, svcs []*corev1.Service, eps []*disco
 }
 
 func (p *Proxier) sync(ctx context.Context, svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice, full bool) error {
-	return p.backend.sync(ctx, servicePorts(svcs, eps), full)
+	return p.backend.sync(ctx, servicePorts(svcs, eps, p.cfg.NodeName), full)
 }
 
 // nftBackend writes the table "ip minik8s-proxy" (rules.go): the chains

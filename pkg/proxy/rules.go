@@ -21,6 +21,10 @@ const TableName = "minik8s-proxy"
 // masqMark marks packets that nat-postrouting masquerades.
 const masqMark = "0x4000"
 
+// dropMark marks packets that the iptables mode's filter chains drop
+// (its nat chains cannot).
+const dropMark = "0x8000"
+
 // DefaultAffinityTimeout is sessionAffinityConfig.clientIP.timeoutSeconds'
 // default.
 const DefaultAffinityTimeout = 10800 * time.Second
@@ -48,15 +52,25 @@ const (
 type servicePort struct {
 	namespace, name, portName string
 	proto                     string   // tcp, udp or sctp
-	ips                       []string // the ClusterIP and externalIPs
+	clusterIP                 string   // empty: headless (externalIPs only)
+	externalIPs               []string //
 	port, nodePort            int32
 	affinity                  time.Duration // 0: no session affinity
-	endpoints                 []endpoint
+	// internalLocal (internalTrafficPolicy Local): ClusterIP traffic
+	// goes to this node's endpoints only.
+	internalLocal bool
+	// externalLocal (externalTrafficPolicy Local, only on ports with a
+	// NodePort or externalIPs): traffic from outside the pod network and
+	// this node to those goes to this node's endpoints only, and is not
+	// masqueraded.
+	externalLocal bool
+	endpoints     []endpoint
 }
 
 type endpoint struct {
-	ip   string
-	port int32
+	ip    string
+	port  int32
+	local bool // on this node
 }
 
 func (e endpoint) String() string { return e.ip + ":" + strconv.Itoa(int(e.port)) }
@@ -66,9 +80,64 @@ func (sp *servicePort) id() string {
 	return fmt.Sprintf("%s/%s/%s/%d", sp.namespace, sp.name, sp.proto, sp.port)
 }
 
+// ips are the ClusterIP and the externalIPs.
+func (sp *servicePort) ips() []string {
+	if sp.clusterIP == "" {
+		return sp.externalIPs
+	}
+	return append([]string{sp.clusterIP}, sp.externalIPs...)
+}
+
+// external tells whether the port is reachable from outside the
+// cluster: a NodePort or externalIPs.
+func (sp *servicePort) external() bool { return sp.nodePort != 0 || len(sp.externalIPs) > 0 }
+
+// ownExternalChain tells whether external traffic needs a chain of its
+// own, not the ClusterIP's: when either policy is Local the two lead
+// to different endpoints.
+func (sp *servicePort) ownExternalChain() bool {
+	return sp.external() && (sp.internalLocal || sp.externalLocal)
+}
+
+// clusterEndpoints are where ClusterIP traffic goes.
+func (sp *servicePort) clusterEndpoints() []endpoint {
+	if sp.internalLocal {
+		return localEndpoints(sp.endpoints)
+	}
+	return sp.endpoints
+}
+
+// externalEndpoints are where traffic to the NodePort and externalIPs
+// goes, but for pods' and this node's under externalTrafficPolicy Local.
+func (sp *servicePort) externalEndpoints() []endpoint {
+	if sp.externalLocal {
+		return localEndpoints(sp.endpoints)
+	}
+	return sp.endpoints
+}
+
+// usedEndpoints are those some chain leads to: each has a chain.
+func (sp *servicePort) usedEndpoints() []endpoint {
+	if sp.internalLocal && (sp.externalLocal || !sp.external()) {
+		return localEndpoints(sp.endpoints)
+	}
+	return sp.endpoints
+}
+
+func localEndpoints(eps []endpoint) []endpoint {
+	var out []endpoint
+	for _, e := range eps {
+		if e.local {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // servicePorts turns Services and their EndpointSlices into the ports
 // to program, sorted so a sync renders the same transaction each time.
-func servicePorts(svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice) []servicePort {
+// An endpoint is local when its nodeName is node.
+func servicePorts(svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice, node string) []servicePort {
 	byService := map[string][]*discoveryv1.EndpointSlice{}
 	for _, s := range eps {
 		name := s.Labels[discoveryv1.LabelServiceName]
@@ -82,16 +151,17 @@ func servicePorts(svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice) []se
 		if svc.Spec.Type == corev1.ServiceTypeExternalName {
 			continue
 		}
-		var ips []string
+		var clusterIP string
 		if ip, err := netip.ParseAddr(svc.Spec.ClusterIP); err == nil && ip.Is4() {
-			ips = append(ips, ip.String())
+			clusterIP = ip.String()
 		}
+		var externalIPs []string
 		for _, s := range svc.Spec.ExternalIPs {
 			if ip, err := netip.ParseAddr(s); err == nil && ip.Is4() {
-				ips = append(ips, ip.String())
+				externalIPs = append(externalIPs, ip.String())
 			}
 		}
-		if len(ips) == 0 {
+		if clusterIP == "" && len(externalIPs) == 0 {
 			continue // headless, or not allocated yet
 		}
 		var affinity time.Duration
@@ -101,6 +171,7 @@ func servicePorts(svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice) []se
 				affinity = time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
 			}
 		}
+		internalLocal := svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
 		for _, p := range svc.Spec.Ports {
 			proto := strings.ToLower(string(p.Protocol))
 			if proto == "" {
@@ -108,12 +179,14 @@ func servicePorts(svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice) []se
 			}
 			sp := servicePort{
 				namespace: svc.Namespace, name: svc.Name, portName: p.Name, proto: proto,
-				ips: ips, port: p.Port, affinity: affinity,
-				endpoints: endpointsFor(byService[svc.Namespace+"/"+svc.Name], p),
+				clusterIP: clusterIP, externalIPs: externalIPs, port: p.Port, affinity: affinity,
+				internalLocal: internalLocal,
+				endpoints:     endpointsFor(byService[svc.Namespace+"/"+svc.Name], p, node),
 			}
 			if svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 				sp.nodePort = p.NodePort
 			}
+			sp.externalLocal = sp.external() && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 			out = append(out, sp)
 		}
 	}
@@ -123,9 +196,9 @@ func servicePorts(svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice) []se
 
 // endpointsFor picks the slices' endpoints for one service port: the
 // ready ones, or when none is ready the serving and terminating ones.
-func endpointsFor(eps []*discoveryv1.EndpointSlice, p corev1.ServicePort) []endpoint {
+func endpointsFor(eps []*discoveryv1.EndpointSlice, p corev1.ServicePort, node string) []endpoint {
 	var ready, terminating []endpoint
-	seen := map[endpoint]bool{}
+	seen := map[string]bool{} // ip:port
 	for _, s := range eps {
 		var port int32
 		found := false
@@ -158,8 +231,8 @@ func endpointsFor(eps []*discoveryv1.EndpointSlice, p corev1.ServicePort) []endp
 			if err != nil || !ip.Is4() {
 				continue
 			}
-			ep := endpoint{ip: ip.String(), port: port}
-			if seen[ep] {
+			ep := endpoint{ip: ip.String(), port: port, local: node != "" && e.NodeName != nil && *e.NodeName == node}
+			if seen[ep.String()] {
 				continue
 			}
 			c := e.Conditions
@@ -177,7 +250,7 @@ func endpointsFor(eps []*discoveryv1.EndpointSlice, p corev1.ServicePort) []endp
 			default:
 				continue
 			}
-			seen[ep] = true
+			seen[ep.String()] = true
 		}
 	}
 	out := ready
@@ -318,6 +391,16 @@ func (r *renderer) base() {
 }
 
 // servicePort writes one service port's chains and map elements.
+//
+// svc-... is the ClusterIP's chain: it spreads over the cluster
+// endpoints (this node's only, under internalTrafficPolicy Local), and
+// drops when there are none. ext-..., when either policy is Local, is
+// where the NodePort and externalIPs lead: under externalTrafficPolicy
+// Local, traffic from pods and from this node goes on to svc-... (as
+// ClusterIP traffic would), the rest spreads over this node's endpoints,
+// unmasqueraded, or is dropped; under Cluster it spreads over all
+// endpoints. Otherwise the NodePort leads to nodeport-..., which marks
+// for masquerade and goes on to svc-..., and externalIPs to svc-....
 func (r *renderer) servicePort(sp *servicePort, next *tableState) {
 	tx := r.tx
 	// The chains are a function of sp and clusterCIDR alone.
@@ -332,7 +415,7 @@ func (r *renderer) servicePort(sp *servicePort, next *tableState) {
 	port := strconv.Itoa(int(sp.port))
 	nodePort := strconv.Itoa(int(sp.nodePort))
 	if len(sp.endpoints) == 0 {
-		for _, ip := range sp.ips {
+		for _, ip := range sp.ips() {
 			tx.Add(&knftables.Element{Set: setNoEndpointIPs, Key: []string{ip, sp.proto, port}, Comment: knftables.PtrTo(sp.id())})
 		}
 		if sp.nodePort != 0 {
@@ -340,20 +423,15 @@ func (r *renderer) servicePort(sp *servicePort, next *tableState) {
 		}
 		return
 	}
-	svcChain := chainName("svc", sp.id())
-	next.chains[svcChain] = true
-	var rules []string
-	if r.clusterCIDR != "" {
-		// From outside the pod network (the node itself, a host route):
-		// replies must come back through this node.
-		rules = append(rules, "ip saddr != "+r.clusterCIDR+" jump "+chainMarkForMasq)
-	}
-	var vmap []string
-	for i, ep := range sp.endpoints {
+	// One chain per endpoint that some chain leads to, with its
+	// affinity set.
+	epChains := map[string]string{}
+	affinitySets := map[string]string{}
+	for _, ep := range sp.usedEndpoints() {
 		epKey := sp.id() + "/" + ep.ip + "/" + strconv.Itoa(int(ep.port))
 		epChain := chainName("ep", epKey)
 		next.chains[epChain] = true
-		vmap = append(vmap, fmt.Sprintf("%d : goto %s", i, epChain))
+		epChains[ep.String()] = epChain
 		epRules := []string{"ip saddr " + ep.ip + " jump " + chainMarkForMasq} // hairpin
 		if sp.affinity > 0 {
 			set := "affinity-" + hashName(fmt.Sprintf("%s/%d", epKey, int64(sp.affinity.Seconds())))
@@ -362,25 +440,78 @@ func (r *renderer) servicePort(sp *servicePort, next *tableState) {
 					Timeout: knftables.PtrTo(sp.affinity), Comment: knftables.PtrTo(epKey)})
 			}
 			next.sets[set] = true
-			rules = append(rules, "ip saddr @"+set+" goto "+epChain)
+			affinitySets[ep.String()] = set
 			epRules = append(epRules, "update @"+set+" { ip saddr }")
 		}
 		epRules = append(epRules, fmt.Sprintf("meta l4proto %s dnat to %s", sp.proto, ep))
 		chain(&knftables.Chain{Name: epChain}, epRules...)
 	}
-	rules = append(rules, fmt.Sprintf("numgen random mod %d vmap { %s }", len(sp.endpoints), strings.Join(vmap, " , ")))
-	chain(&knftables.Chain{Name: svcChain}, rules...)
-	for _, ip := range sp.ips {
-		tx.Add(&knftables.Element{Map: mapServiceIPs, Key: []string{ip, sp.proto, port}, Value: []string{"goto " + svcChain}})
+	// spread picks one of eps: the one a client has affinity to, else
+	// one at random; none: the packet is dropped.
+	spread := func(eps []endpoint) []string {
+		if len(eps) == 0 {
+			return []string{"drop"}
+		}
+		var rules, vmap []string
+		for i, ep := range eps {
+			if set, ok := affinitySets[ep.String()]; ok {
+				rules = append(rules, "ip saddr @"+set+" goto "+epChains[ep.String()])
+			}
+			vmap = append(vmap, fmt.Sprintf("%d : goto %s", i, epChains[ep.String()]))
+		}
+		return append(rules, fmt.Sprintf("numgen random mod %d vmap { %s }", len(eps), strings.Join(vmap, " , ")))
+	}
+	// From outside the pod network (the node itself, a host route):
+	// replies must come back through this node.
+	var masqOutside []string
+	if r.clusterCIDR != "" {
+		masqOutside = []string{"ip saddr != " + r.clusterCIDR + " jump " + chainMarkForMasq}
+	}
+
+	svcChain := chainName("svc", sp.id())
+	next.chains[svcChain] = true
+	clusterEPs := sp.clusterEndpoints()
+	if len(clusterEPs) == 0 {
+		chain(&knftables.Chain{Name: svcChain}, "drop") // internalTrafficPolicy Local, none here
+	} else {
+		chain(&knftables.Chain{Name: svcChain}, slices.Concat(masqOutside, spread(clusterEPs))...)
+	}
+	if sp.clusterIP != "" {
+		tx.Add(&knftables.Element{Map: mapServiceIPs, Key: []string{sp.clusterIP, sp.proto, port}, Value: []string{"goto " + svcChain}})
+	}
+
+	extChain := svcChain // where externalIPs lead
+	if sp.ownExternalChain() {
+		extChain = chainName("ext", sp.id())
+		next.chains[extChain] = true
+		var rules []string
+		if sp.externalLocal {
+			if r.clusterCIDR != "" {
+				rules = append(rules, "ip saddr "+r.clusterCIDR+" goto "+svcChain)
+			}
+			rules = append(rules,
+				"fib saddr type local jump "+chainMarkForMasq,
+				"fib saddr type local goto "+svcChain)
+			rules = append(rules, spread(sp.externalEndpoints())...)
+		} else {
+			rules = slices.Concat(masqOutside, spread(sp.externalEndpoints()))
+		}
+		chain(&knftables.Chain{Name: extChain}, rules...)
+	}
+	for _, ip := range sp.externalIPs {
+		tx.Add(&knftables.Element{Map: mapServiceIPs, Key: []string{ip, sp.proto, port}, Value: []string{"goto " + extChain}})
 	}
 	if sp.nodePort != 0 {
-		npChain := chainName("nodeport", sp.id())
-		next.chains[npChain] = true
-		masq := "jump " + chainMarkForMasq
-		if r.clusterCIDR != "" {
-			masq = "ip saddr != " + r.clusterCIDR + " " + masq
+		target := extChain
+		if !sp.externalLocal {
+			target = chainName("nodeport", sp.id())
+			next.chains[target] = true
+			masq := "jump " + chainMarkForMasq
+			if r.clusterCIDR != "" {
+				masq = "ip saddr != " + r.clusterCIDR + " " + masq
+			}
+			chain(&knftables.Chain{Name: target}, masq, "goto "+extChain)
 		}
-		chain(&knftables.Chain{Name: npChain}, masq, "goto "+svcChain)
-		tx.Add(&knftables.Element{Map: mapServiceNodePorts, Key: []string{sp.proto, nodePort}, Value: []string{"goto " + npChain}})
+		tx.Add(&knftables.Element{Map: mapServiceNodePorts, Key: []string{sp.proto, nodePort}, Value: []string{"goto " + target}})
 	}
 }
