@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -299,7 +300,7 @@ func TestTrafficPolicyIncremental(t *testing.T) {
 
 		// iptables: the per-service chains this sync declares are those
 		// whose rules differ from the last sync's.
-		prev := maps(pi.backend.(*iptablesBackend).written)
+		prev := maps.Clone(pi.backend.(*iptablesBackend).written)
 		if err := pi.Sync(ctx, svcs, slices); err != nil {
 			t.Fatal(err)
 		}
@@ -312,15 +313,4 @@ func TestTrafficPolicyIncremental(t *testing.T) {
 			}
 		}
 	}
-}
-
-func maps(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := map[string]string{}
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

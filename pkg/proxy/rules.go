@@ -51,9 +51,9 @@ const (
 // unit the rules are written for.
 type servicePort struct {
 	namespace, name, portName string
-	proto                     string   // tcp, udp or sctp
-	clusterIP                 string   // empty: headless (externalIPs only)
-	externalIPs               []string //
+	proto                     string // tcp, udp or sctp
+	clusterIP                 string // empty: headless (externalIPs only)
+	externalIPs               []string
 	port, nodePort            int32
 	affinity                  time.Duration // 0: no session affinity
 	// internalLocal (internalTrafficPolicy Local): ClusterIP traffic
