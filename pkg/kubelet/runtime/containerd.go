@@ -445,10 +445,39 @@ func (r *Containerd) ListContainers(ctx context.Context) ([]ContainerStatus, err
 	}
 	out := make([]ContainerStatus, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, statusOf(c, tasks[c.ID]))
+		st := statusOf(c, tasks[c.ID])
+		if st.Reason == reasonStatusUnknown {
+			st = r.recheck(ctx, c, st)
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }
+
+// recheck looks again at a container that seemed started but had neither
+// a task nor a recorded exit: the lists of containers and of tasks are
+// two reads, and a reap (labels written, then the task deleted) may have
+// fallen between them. The task is read first: when it is gone, the exit
+// it left is already in the labels read after it.
+func (r *Containerd) recheck(ctx context.Context, c containers.Container, st ContainerStatus) ContainerStatus {
+	var p *tasktypes.Process
+	resp, err := r.client.TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: c.ID})
+	switch {
+	case err == nil:
+		p = resp.Process
+	case !errdefs.IsNotFound(errdefs.FromGRPC(err)):
+		return st
+	}
+	fresh, err := r.client.ContainerService().Get(ctx, c.ID)
+	if err != nil {
+		return st
+	}
+	return statusOf(fresh, p)
+}
+
+// reasonStatusUnknown is Kubernetes' reason for a container that was
+// started and is gone without a recorded exit.
+const reasonStatusUnknown = "ContainerStatusUnknown"
 
 // statusOf builds a ContainerStatus from a container's labels and its task.
 func statusOf(c containers.Container, p *tasktypes.Process) ContainerStatus {
@@ -501,7 +530,7 @@ func statusOf(c containers.Container, p *tasktypes.Process) ContainerStatus {
 	case l[labelStartedAt] != "":
 		// Started, but the task is gone without a recorded exit (the node
 		// rebooted): Kubernetes reports such a container this way.
-		st.State, st.ExitCode, st.Reason = StateExited, 137, "ContainerStatusUnknown"
+		st.State, st.ExitCode, st.Reason = StateExited, 137, reasonStatusUnknown
 	default:
 		st.State = StateCreated
 	}
