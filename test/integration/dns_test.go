@@ -66,6 +66,14 @@ func TestDNSWithCoreDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Created before CoreDNS starts, so that no early NXDOMAIN is cached.
+	if _, err := c.client.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "ext"},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.org"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	addr := freeDNSAddr(t)
 	hosts := filepath.Join(t.TempDir(), "hosts")
 	if err := os.WriteFile(hosts, nil, 0o644); err != nil {
@@ -129,12 +137,6 @@ func TestDNSWithCoreDNS(t *testing.T) {
 		})
 	})
 	t.Run("ExternalName is a CNAME", func(t *testing.T) {
-		if _, err := c.client.CoreV1().Services("default").Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "ext"},
-			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.org"},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
 		dnsEventually(t, func() error {
 			cname, err := r.LookupCNAME(ctx, "ext.default.svc.cluster.local.")
 			if err == nil && cname != "db.example.org." {
