@@ -38,7 +38,11 @@ func corefile(cfg Config, kubeconfigPath string) string {
 	if cfg.Upstream != "" {
 		fmt.Fprintf(&b, "    forward . %s\n", cfg.Upstream)
 	}
-	b.WriteString("    cache 30\n")
+	// As kubeadm's Corefile: the kubernetes plugin answers from its own
+	// watch-fed cache, so caching its answers again would only serve
+	// stale ones (a name asked just before its Service's watch event
+	// would stay NXDOMAIN for 30s).
+	fmt.Fprintf(&b, "    cache 30 {\n        disable success %s\n        disable denial %s\n    }\n", cfg.ClusterDomain, cfg.ClusterDomain)
 	b.WriteString("    loop\n")
 	b.WriteString("    reload\n")
 	b.WriteString("}\n")

@@ -36,7 +36,7 @@ func TestCorefile(t *testing.T) {
 				"        pods insecure\n" +
 				"        fallthrough in-addr.arpa ip6.arpa\n" +
 				"        ttl 30\n    }\n",
-			"    cache 30\n", "    loop\n", "    reload\n", "    errors\n",
+			"    cache 30 {\n        disable success cluster.local\n        disable denial cluster.local\n    }\n", "    loop\n", "    reload\n", "    errors\n",
 		},
 		not: []string{"bind", "forward", "acl"},
 	}, {
