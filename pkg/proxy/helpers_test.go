@@ -2,6 +2,9 @@ package proxy
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -43,4 +46,35 @@ func slice(svc string, ips []string, ports ...discoveryv1.EndpointPort) *discove
 
 func epPort(name string, proto corev1.Protocol, p int32) discoveryv1.EndpointPort {
 	return discoveryv1.EndpointPort{Name: ptr.To(name), Protocol: ptr.To(proto), Port: ptr.To(p)}
+}
+
+// checkRules reports what rules text (an nft dump, an iptables-restore
+// input) lacks or wrongly has: whole lines, substrings, absent substrings.
+func checkRules(t *testing.T, text string, lines, substrings, absent []string) {
+	t.Helper()
+	all := strings.Split(text, "\n")
+	for _, w := range lines {
+		if !slices.Contains(all, w) {
+			t.Errorf("rules lack the line\n%s\nin:\n%s", w, text)
+		}
+	}
+	for _, w := range substrings {
+		if !strings.Contains(text, w) {
+			t.Errorf("rules lack %q:\n%s", w, text)
+		}
+	}
+	for _, a := range absent {
+		if strings.Contains(text, a) {
+			t.Errorf("rules have %q:\n%s", a, text)
+		}
+	}
+}
+
+// replaceAll applies r to every string of in.
+func replaceAll(r *strings.Replacer, in []string) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = r.Replace(s)
+	}
+	return out
 }

@@ -190,23 +190,7 @@ func TestRenderIPTables(t *testing.T) {
 			if len(run.restores) != 1 {
 				t.Fatalf("%d restores, want 1", len(run.restores))
 			}
-			in := run.restores[0]
-			lines := strings.Split(in, "\n")
-			for _, w := range tt.want {
-				if !slices.Contains(lines, w) {
-					t.Errorf("restore input lacks the line\n%s\nin:\n%s", w, in)
-				}
-			}
-			for _, w := range tt.has {
-				if !strings.Contains(in, w) {
-					t.Errorf("restore input lacks %q:\n%s", w, in)
-				}
-			}
-			for _, a := range tt.hasNot {
-				if strings.Contains(in, a) {
-					t.Errorf("restore input has %q:\n%s", a, in)
-				}
-			}
+			checkRules(t, run.restores[0], tt.want, tt.has, tt.hasNot)
 		})
 	}
 }

@@ -294,24 +294,8 @@ func TestKernelChangeModes(t *testing.T) {
 // mode: each sync, after one endpoint changed, is one iptables-restore
 // of the fixed chains and the changed service's chains, and the checks
 // of the jump rules.
-func BenchmarkSyncIPTables1000x10(b *testing.B) { benchmarkSyncIPTables(b, false) }
+func BenchmarkSyncIPTables1000x10(b *testing.B) { benchmarkSync(b, ModeIPTables, false) }
 
 // BenchmarkSyncIPTablesFull1000x10 is the periodic full sync: every
 // chain rewritten, after iptables-save looked for strays.
-func BenchmarkSyncIPTablesFull1000x10(b *testing.B) { benchmarkSyncIPTables(b, true) }
-
-func benchmarkSyncIPTables(b *testing.B, full bool) {
-	p, _ := kernelProxier(b, ModeIPTables)
-	svcs, eps := services(1000, 10)
-	ctx := context.Background()
-	if err := p.Sync(ctx, svcs, eps); err != nil {
-		b.Fatal(err)
-	}
-	for i := 0; b.Loop(); i++ {
-		eps[i%len(eps)].Endpoints[0].Addresses[0] = fmt.Sprintf("10.245.%d.%d", i%250, i%200+1)
-		if err := p.sync(ctx, svcs, eps, full); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/sync")
-}
+func BenchmarkSyncIPTablesFull1000x10(b *testing.B) { benchmarkSync(b, ModeIPTables, true) }

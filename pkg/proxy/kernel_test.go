@@ -116,13 +116,15 @@ func TestKernelSync(t *testing.T) {
 // BenchmarkSync1000x10 programs 1000 Services with 10 endpoints each
 // into the kernel, one endpoint changing per sync: one transaction that
 // rewrites the changed service's chains and the maps.
-func BenchmarkSync1000x10(b *testing.B) { benchmarkNFTSync(b, false) }
+func BenchmarkSync1000x10(b *testing.B) { benchmarkSync(b, ModeNFTables, false) }
 
 // BenchmarkSyncFull1000x10 is the periodic full sync: every chain.
-func BenchmarkSyncFull1000x10(b *testing.B) { benchmarkNFTSync(b, true) }
+func BenchmarkSyncFull1000x10(b *testing.B) { benchmarkSync(b, ModeNFTables, true) }
 
-func benchmarkNFTSync(b *testing.B, full bool) {
-	p, _ := kernelProxier(b, ModeNFTables)
+// benchmarkSync programs 1000 Services x 10 endpoints in mode, then
+// times syncs (full or not) that each follow one changed endpoint.
+func benchmarkSync(b *testing.B, mode Mode, full bool) {
+	p, _ := kernelProxier(b, mode)
 	svcs, eps := services(1000, 10)
 	ctx := context.Background()
 	if err := p.sync(ctx, svcs, eps, true); err != nil {

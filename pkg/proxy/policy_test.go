@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"maps"
-	"slices"
 	"strings"
 	"testing"
 
@@ -200,18 +199,7 @@ func TestRenderTrafficPolicies(t *testing.T) {
 			if err := p.Sync(context.Background(), svcs, eps); err != nil {
 				t.Fatal(err)
 			}
-			dump := nft.Dump()
-			lines := strings.Split(dump, "\n")
-			for _, w := range tc.want {
-				if w = names.Replace(w); !slices.Contains(lines, w) {
-					t.Errorf("rules lack the line\n%s\nin:\n%s", w, dump)
-				}
-			}
-			for _, a := range tc.avoid {
-				if a = names.Replace(a); strings.Contains(dump, a) {
-					t.Errorf("rules have %q:\n%s", a, dump)
-				}
-			}
+			checkRules(t, nft.Dump(), replaceAll(names, tc.want), nil, replaceAll(names, tc.avoid))
 		})
 	}
 }
@@ -232,18 +220,7 @@ func TestRenderIPTablesTrafficPolicies(t *testing.T) {
 			if err := p.Sync(context.Background(), svcs, eps); err != nil {
 				t.Fatal(err)
 			}
-			in := run.restores[0]
-			lines := strings.Split(in, "\n")
-			for _, w := range tc.wantIPT {
-				if w = names.Replace(w); !slices.Contains(lines, w) {
-					t.Errorf("restore input lacks the line\n%s\nin:\n%s", w, in)
-				}
-			}
-			for _, a := range tc.avoidIPT {
-				if a = names.Replace(a); strings.Contains(in, a) {
-					t.Errorf("restore input has %q:\n%s", a, in)
-				}
-			}
+			checkRules(t, run.restores[0], replaceAll(names, tc.wantIPT), nil, replaceAll(names, tc.avoidIPT))
 		})
 	}
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -53,9 +52,8 @@ func newClusterWithAddons(t *testing.T, n int) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The host's LAN address (.254): pods reach it masqueraded as their node.
-	lanNet := c.lan.prefix.Addr().As4()
-	hostAddr := netip.AddrFrom4([4]byte{lanNet[0], lanNet[1], lanNet[2], 254})
+	// The host's LAN address: pods reach it masqueraded as their node.
+	hostAddr := c.lan.gateway
 	u, err := url.Parse(c.cp.URL)
 	if err != nil {
 		t.Fatal(err)

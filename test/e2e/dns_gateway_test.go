@@ -69,15 +69,7 @@ spec:
   selector: {app: a}
   ports: [{name: http, port: 8080}]
 `)
-	c.apply(fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: client}
-spec:
-  nodeName: %s
-  terminationGracePeriodSeconds: 1
-  containers:
-  - {name: sh, image: busybox, command: ["sleep", "3600"]}
-`, n2.name))
+	c.apply(clientPod("client", n2.name))
 	c.waitPod("default", "client", 2*time.Minute, "Running", running)
 	for app, replicas := range map[string]int32{"a": 2, "b": 2, "c": 2, "web": 3} {
 		c.waitFor(2*time.Minute, "deployment "+app+" available", func(ctx context.Context) (bool, error) {
@@ -267,40 +259,17 @@ spec:
 // hostGet resolves host on the cluster DNS and fetches path from it,
 // from the network namespace netns, as a program on that host would.
 func hostGet(netns, host, path string) (string, error) {
-	var body string
-	err := network.InNetNS(netns, func() error {
+	var ip string
+	err := network.InNetNS(netns, func() (err error) {
 		// A query of our own: Go's resolver would dial from other
 		// goroutines, outside this thread's namespace.
-		ip, err := lookupA(net.JoinHostPort(clusterDNSIP, "53"), host)
-		if err != nil {
-			return err
-		}
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "80"), 3*time.Second)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, host); err != nil {
-			return err
-		}
-		var b strings.Builder
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			b.Write(buf[:n])
-			if err != nil {
-				break
-			}
-		}
-		resp := b.String()
-		if !strings.Contains(resp, " 200 ") {
-			return fmt.Errorf("response %q", resp)
-		}
-		_, body, _ = strings.Cut(resp, "\r\n\r\n")
-		return nil
+		ip, err = lookupA(net.JoinHostPort(clusterDNSIP, "53"), host)
+		return err
 	})
-	return body, err
+	if err != nil {
+		return "", err
+	}
+	return httpFetch(netns, net.JoinHostPort(ip, "80"), host, path)
 }
 
 // lookupA asks server for host's A record over UDP, from the calling

@@ -335,6 +335,23 @@ func (c *cluster) waitPod(ns, name string, timeout time.Duration, what string, c
 	return last
 }
 
+// clientPod is a busybox pod that sleeps, for kubectl exec to run
+// clients (wget, nslookup) from; on node when it is not empty.
+func clientPod(name, node string) string {
+	pin := ""
+	if node != "" {
+		pin = "\n  nodeName: " + node
+	}
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:%s
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: sh, image: busybox, command: ["sleep", "3600"]}
+`, name, pin)
+}
+
 func (c *cluster) apply(manifest string) {
 	c.t.Helper()
 	if _, stderr, err := c.kubectl.RunWithInput(c.t, manifest, "apply", "-f", "-"); err != nil {
@@ -385,6 +402,8 @@ func ptr[T any](v T) *T { return &v }
 type lan struct {
 	bridge string
 	prefix netip.Prefix
+	// gateway is the host's address on the LAN (.254).
+	gateway netip.Addr
 }
 
 func newLAN(t *testing.T, tag string) *lan {
@@ -403,8 +422,8 @@ func newLAN(t *testing.T, tag string) *lan {
 			t.Errorf("delete LAN bridge %s: %v", l.bridge, err)
 		}
 	})
-	gw := netip.AddrFrom4([4]byte{172, 30, b[0], 254})
-	if err := netlink.AddrAdd(br, &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(gw, 24))}); err != nil {
+	l.gateway = netip.AddrFrom4([4]byte{172, 30, b[0], 254})
+	if err := netlink.AddrAdd(br, &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(l.gateway, 24))}); err != nil {
 		t.Fatal(err)
 	}
 	if err := netlink.LinkSetUp(br); err != nil {

@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/minik8s/minik8s/pkg/kubelet/network"
 	"github.com/minik8s/minik8s/pkg/proxy"
 )
 
@@ -66,16 +63,8 @@ spec:
       exec httpd -f -p 8080 -h /www
 `, i+1, n.name))
 	}
-	c.apply(fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: client}
-spec:
-  nodeName: %s
-  terminationGracePeriodSeconds: 1
-  containers:
-  - {name: sh, image: busybox, command: ["sleep", "3600"]}
----
-apiVersion: v1
+	c.apply(clientPod("client", n1.name))
+	c.apply(`apiVersion: v1
 kind: Service
 metadata: {name: internal}
 spec:
@@ -91,7 +80,7 @@ spec:
   selector: {app: tp}
   externalTrafficPolicy: Local
   ports: [{name: http, port: 80, targetPort: 8080}]
-`, n1.name))
+`)
 	for _, p := range []string{"web-1", "web-2", "client"} {
 		c.waitPod("default", p, 2*time.Minute, "Running", running)
 	}
@@ -120,7 +109,7 @@ spec:
 	})
 	// And from node 1 itself.
 	for range 10 {
-		body, err := httpGetPath(n1.netns, net.JoinHostPort(clusterIP, "80"), "/")
+		body, err := httpGet(n1.netns, net.JoinHostPort(clusterIP, "80"))
 		if err != nil || strings.TrimSpace(body) != "web-1" {
 			t.Errorf("node %s -> %s: %q, %v; want web-1", n1.name, clusterIP, body, err)
 		}
@@ -140,12 +129,12 @@ spec:
 		{"the host", "", n2Port, "web-2", netip.AddrFrom4(host)},
 	} {
 		c.waitFor(time.Minute, tc.from+" reaching NodePort "+tc.addr, func(context.Context) (bool, error) {
-			_, err := httpGetPath(tc.netns, tc.addr, "/")
+			_, err := httpGet(tc.netns, tc.addr)
 			return err == nil, nil
 		})
 		counts := map[string]int{}
 		for range 20 {
-			body, err := httpGetPath(tc.netns, tc.addr, "/")
+			body, err := httpGet(tc.netns, tc.addr)
 			if err != nil {
 				t.Errorf("%s -> NodePort %s: %v", tc.from, tc.addr, err)
 				break
@@ -156,7 +145,7 @@ spec:
 		if len(counts) != 1 || counts[tc.want] != 20 {
 			t.Errorf("%s -> NodePort %s reached %v, want %s only", tc.from, tc.addr, counts, tc.want)
 		}
-		body, err := httpGetPath(tc.netns, tc.addr, "/cgi-bin/ip")
+		body, err := httpFetch(tc.netns, tc.addr, tc.addr, "/cgi-bin/ip")
 		// httpd listens on IPv6 too: "[::ffff:a.b.c.d]".
 		seen, perr := netip.ParseAddr(strings.Trim(strings.TrimSpace(body), "[]"))
 		t.Logf("%s -> NodePort %s: %s saw the request from %s", tc.from, tc.addr, tc.want, seen.Unmap())
@@ -182,47 +171,14 @@ spec:
 	// times out instead of being refused. Node 1's still answers.
 	k.OK(t, "delete", "pod", "web-2", "--wait=false")
 	c.waitFor(time.Minute, "node "+n2.name+"'s NodePort dropping", func(context.Context) (bool, error) {
-		_, err := httpGetPath("", n2Port, "/")
+		_, err := httpGet("", n2Port)
 		var ne net.Error
 		return err != nil && errors.As(err, &ne) && ne.Timeout(), nil
 	})
-	if _, err := httpGetPath("", n2Port, "/"); err == nil || strings.Contains(err.Error(), "refused") {
+	if _, err := httpGet("", n2Port); err == nil || strings.Contains(err.Error(), "refused") {
 		t.Errorf("NodePort %s without a local endpoint: %v, want a timeout", n2Port, err)
 	}
-	if body, err := httpGetPath("", n1Port, "/"); err != nil || strings.TrimSpace(body) != "web-1" {
+	if body, err := httpGet("", n1Port); err != nil || strings.TrimSpace(body) != "web-1" {
 		t.Errorf("NodePort %s after web-2 went: %q, %v; want web-1", n1Port, body, err)
 	}
-}
-
-// httpGetPath fetches http://addr/path from the network namespace netns
-// (the test's own when empty), on a fresh connection; a connection that
-// is dropped fails with a timeout.
-func httpGetPath(netns, addr, path string) (string, error) {
-	var body string
-	err := network.InNetNS(netns, func() error {
-		conn, err := net.DialTimeout("tcp", addr, 3*time.Second)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr); err != nil {
-			return err
-		}
-		b, err := io.ReadAll(conn)
-		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			return err
-		}
-		resp := string(b)
-		if !strings.HasPrefix(resp, "HTTP/1.") || !strings.Contains(resp, " 200 ") {
-			return fmt.Errorf("response %q", resp)
-		}
-		// A CGI script's own headers may end in a bare "\n\n".
-		var ok bool
-		if _, body, ok = strings.Cut(resp, "\r\n\r\n"); !ok {
-			_, body, _ = strings.Cut(resp, "\n\n")
-		}
-		return nil
-	})
-	return body, err
 }
