@@ -138,7 +138,8 @@ func startAddons(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, 
 	}
 	// Pods, and this host itself: its connections to a clusterIP leave
 	// from one of its own addresses.
-	allow := append([]string{f.clusterCIDR, "127.0.0.0/8"}, hostAddresses()...)
+	hostNets := hostAddresses()
+	allow := append([]string{f.clusterCIDR, "127.0.0.0/8"}, hostNets...)
 	var hostsFile string
 	gw, err := gateway.New(gateway.Config{Client: client, Dynamic: dyn, Dir: filepath.Join(f.dataDir, "gateway"),
 		NodeName: f.nodeName, AllowNets: allow, Logger: log})
@@ -160,7 +161,7 @@ func startAddons(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, 
 	run("cluster DNS", func(ctx context.Context) error {
 		return dns.RunOnHost(ctx, dns.HostConfig{
 			DataDir: f.dataDir, APIServer: cp.URL, Bundle: cp.Bundle, Client: client, NodeName: f.nodeName,
-			ServiceCIDR: f.serviceCIDR, ClusterCIDR: f.clusterCIDR, AllowNets: allow[2:], HostsFile: hostsFile, Logger: log,
+			ServiceCIDR: f.serviceCIDR, ClusterCIDR: f.clusterCIDR, AllowNets: hostNets, HostsFile: hostsFile, Logger: log,
 		})
 	})
 	return []string{clusterIP.String()}, stop, nil

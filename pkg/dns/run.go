@@ -97,9 +97,6 @@ func RunOnHost(ctx context.Context, cfg HostConfig) error {
 	return errors.Join(err, <-published)
 }
 
-// IsNoBinary reports whether err says the coredns binary is missing.
-func IsNoBinary(err error) bool { return errors.Is(err, ErrNoBinary) }
-
 // freeLoopbackAddr is a free 127.0.0.1 TCP port, for CoreDNS's /ready and
 // /health (several clusters may share a host).
 func freeLoopbackAddr() (string, error) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -386,14 +387,11 @@ func (g *Gateway) recordStatus(ctx context.Context, rec *minik8sv1.DNSRecord, ad
 }
 
 func problemsMessage(probs []problem) string {
-	var b bytes.Buffer
+	msgs := make([]string, len(probs))
 	for i, p := range probs {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(p.message)
+		msgs[i] = p.message
 	}
-	return b.String()
+	return strings.Join(msgs, "; ")
 }
 
 func (g *Gateway) ingressStatus(ctx context.Context, ing *networkingv1.Ingress, addr string) error {
