@@ -83,6 +83,9 @@ type Gateway struct {
 	log      *slog.Logger
 	confPath string
 	nginx    *supervisor.Process
+	// applied is what nginx.conf holds; refused the last configuration
+	// nginx -t refused (not tested again). Only the sync loop uses them.
+	applied, refused string
 
 	mu        sync.Mutex
 	clusterIP string // the gateway Service's, once published
@@ -255,9 +258,11 @@ func (g *Gateway) prepare() error {
 	if err := os.Chmod(filepath.Join(g.cfg.Dir, "tmp"), 0o777); err != nil {
 		return err
 	}
-	if err := pki.WriteFileAtomic(g.confPath, []byte(nginxConfig(g.cfg.Dir, g.cfg.Port, g.cfg.AllowNets, routes{}))); err != nil {
+	conf := nginxConfig(g.cfg.Dir, g.cfg.Port, g.cfg.AllowNets, routes{})
+	if err := pki.WriteFileAtomic(g.confPath, []byte(conf)); err != nil {
 		return fmt.Errorf("nginx.conf: %w", err)
 	}
+	g.applied = conf
 	if _, err := os.Stat(g.cfg.HostsFile); errors.Is(err, os.ErrNotExist) {
 		if err := writeReadable(g.cfg.HostsFile, []byte(hostsFile("", nil))); err != nil {
 			return err
@@ -331,9 +336,9 @@ func (g *Gateway) sync(ctx context.Context, listServices serviceLister, listIngr
 }
 
 // applyNginx installs conf when it differs: nginx -t first, then SIGHUP.
+// A configuration nginx refused is reported once, not tested again.
 func (g *Gateway) applyNginx(ctx context.Context, conf string) error {
-	cur, _ := os.ReadFile(g.confPath)
-	if bytes.Equal(cur, []byte(conf)) {
+	if conf == g.applied || conf == g.refused {
 		return nil
 	}
 	next := g.confPath + ".next"
@@ -342,11 +347,13 @@ func (g *Gateway) applyNginx(ctx context.Context, conf string) error {
 	}
 	out, err := exec.CommandContext(ctx, g.cfg.Nginx, "-t", "-q", "-p", g.cfg.Dir, "-c", next, "-e", filepath.Join(g.cfg.Dir, "error.log")).CombinedOutput()
 	if err != nil {
+		g.refused = conf
 		return fmt.Errorf("nginx refused the new configuration (kept the old one; see %s): %v: %s", next, err, out)
 	}
 	if err := os.Rename(next, g.confPath); err != nil {
 		return err
 	}
+	g.applied = conf
 	if err := g.nginx.Signal(syscall.SIGHUP); err != nil {
 		return fmt.Errorf("reload nginx: %w", err)
 	}
