@@ -292,8 +292,15 @@ func TestTwoNodes(t *testing.T) {
 		t.Errorf("node a routes %v, want %v", got, want)
 	}
 
-	pa := setupPod(t, cA, tag+"-pa")
+	// Before node a runs any pod, a program on it answers pods on node b
+	// at a's pod gateway, as the host services (CoreDNS, the gateway) are
+	// published (pkg/hostservice).
 	pb := setupPod(t, cB, tag+"-pb")
+	serve(t, nodeA.path, "na", 8082)
+	if from := mustDial(t, pb.path, "10.244.1.1:8082", "na"); from != pb.res.IP.String() {
+		t.Errorf("node a saw pb as %s, want its pod IP %s", from, pb.res.IP)
+	}
+	pa := setupPod(t, cA, tag+"-pa")
 	serve(t, pa.path, "pa", 8080)
 	serve(t, pb.path, "pb", 8080)
 	if from := mustDial(t, pa.path, net.JoinHostPort(pb.res.IP.String(), "8080"), "pb"); from != pa.res.IP.String() {

@@ -46,9 +46,11 @@ func NodeRoutes(nodes []*corev1.Node) []NodeRoute {
 
 // RoutesConfig configures Routes.
 type RoutesConfig struct {
-	// NodeName is this node; its own entry in Sync's list is skipped
-	// (its PodCIDR is on its bridge).
+	// NodeName is this node; its own entry in Sync's list gets no route
+	// but puts the pods' gateway address on the bridge (see Sync).
 	NodeName string
+	// BridgeName is the node's pod bridge (default DefaultBridgeName).
+	BridgeName string
 	// HostNetNS is the path of the node's network namespace (empty: the
 	// process's own), as in Config.
 	HostNetNS string
@@ -71,6 +73,9 @@ func NewRoutes(cfg RoutesConfig) (*Routes, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.BridgeName == "" {
+		cfg.BridgeName = DefaultBridgeName
+	}
 	return &Routes{cfg: cfg, log: cfg.Logger.With("component", "routes", "node", cfg.NodeName)}, nil
 }
 
@@ -81,10 +86,23 @@ func NewRoutes(cfg RoutesConfig) (*Routes, error) {
 // routing for its pods needs. A node whose IP is not directly reachable
 // (host-gw needs one L2 segment) is reported in the error; the others
 // are still synced.
+//
+// This node's own entry puts the pods' gateway (the first address of its
+// PodCIDR) on the pod bridge at once, not when the first pod starts (the
+// CNI bridge plugin would do it then, and finds it done): programs on the
+// host published at that address (pkg/hostservice: the cluster DNS, the
+// gateway, the apiserver) must answer other nodes' pods from the moment
+// the node has a PodCIDR, even while it runs no pod of its own.
 func (r *Routes) Sync(nodes []NodeRoute) error {
 	want := map[netip.Prefix]netip.Addr{}
 	var errs []error
 	for _, n := range nodes {
+		if n.Name == r.cfg.NodeName && n.PodCIDR != "" {
+			if err := r.ensureGateway(n.PodCIDR); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		if n.Name == r.cfg.NodeName || n.PodCIDR == "" || n.InternalIP == "" {
 			continue
 		}
@@ -189,18 +207,9 @@ func (r *Routes) EnsureServiceRoute(cidr, dev string) error {
 		return fmt.Errorf("service route %q: not an IPv4 CIDR", cidr)
 	}
 	return InNetNS(r.cfg.HostNetNS, func() error {
-		link, err := netlink.LinkByName(dev)
-		if errors.As(err, new(netlink.LinkNotFoundError)) {
-			if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: dev}}); err != nil && !errors.Is(err, unix.EEXIST) {
-				return fmt.Errorf("service route: create bridge %s: %w", dev, err)
-			}
-			link, err = netlink.LinkByName(dev)
-		}
+		link, err := ensureBridgeUp(dev)
 		if err != nil {
-			return fmt.Errorf("service route: %s: %w", dev, err)
-		}
-		if err := netlink.LinkSetUp(link); err != nil {
-			return fmt.Errorf("service route: set %s up: %w", dev, err)
+			return fmt.Errorf("service route: %w", err)
 		}
 		rt := &netlink.Route{
 			Dst: ipNet(dst.Masked()), LinkIndex: link.Attrs().Index, Scope: netlink.SCOPE_LINK,
@@ -211,6 +220,61 @@ func (r *Routes) EnsureServiceRoute(cidr, dev string) error {
 		}
 		return nil
 	})
+}
+
+// ensureGateway puts the first address of podCIDR, with its prefix
+// length, on the node's pod bridge, as the CNI bridge plugin's isGateway
+// does (the plugin then finds the same address and keeps it). Another
+// IPv4 address there is left alone and reported: the plugin would refuse
+// to attach pods to that bridge anyway.
+func (r *Routes) ensureGateway(podCIDR string) error {
+	p, err := netip.ParsePrefix(podCIDR)
+	if err != nil || !p.Addr().Is4() {
+		return fmt.Errorf("pod gateway: pod CIDR %q is not IPv4", podCIDR)
+	}
+	gw := netip.PrefixFrom(p.Masked().Addr().Next(), p.Bits())
+	return InNetNS(r.cfg.HostNetNS, func() error {
+		link, err := ensureBridgeUp(r.cfg.BridgeName)
+		if err != nil {
+			return fmt.Errorf("pod gateway: %w", err)
+		}
+		addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
+		if err != nil {
+			return fmt.Errorf("pod gateway: addresses of %s: %w", r.cfg.BridgeName, err)
+		}
+		for _, a := range addrs {
+			if prefixOf(a.IPNet) == gw {
+				return nil
+			}
+		}
+		if len(addrs) > 0 {
+			return fmt.Errorf("pod gateway: bridge %s has %s, not %s (a pod CIDR changed? delete the bridge)", r.cfg.BridgeName, addrs[0].IPNet, gw)
+		}
+		if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: ipNet(gw)}); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("pod gateway: add %s to %s: %w", gw, r.cfg.BridgeName, err)
+		}
+		r.log.Info("pod gateway on bridge", "bridge", r.cfg.BridgeName, "address", gw)
+		return nil
+	})
+}
+
+// ensureBridgeUp finds or creates the bridge name, up, in the calling
+// thread's namespace.
+func ensureBridgeUp(name string) (netlink.Link, error) {
+	link, err := netlink.LinkByName(name)
+	if errors.As(err, new(netlink.LinkNotFoundError)) {
+		if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}); err != nil && !errors.Is(err, unix.EEXIST) {
+			return nil, fmt.Errorf("create bridge %s: %w", name, err)
+		}
+		link, err = netlink.LinkByName(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bridge %s: %w", name, err)
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return nil, fmt.Errorf("set %s up: %w", name, err)
+	}
+	return link, nil
 }
 
 // RemoveAll deletes every route Routes installed (pod routes, service
