@@ -1,11 +1,19 @@
 // Package supervisor keeps one child process of ours running: the real
 // programs minik8s drives from the control-plane host (CoreDNS, the
 // gateway's nginx). It restarts the child with back-off when it dies,
-// stops it when the context ends, makes sure it dies with us even on
-// SIGKILL, and can start it inside a network namespace.
+// stops it when the context ends, and can start it inside a network
+// namespace.
 //
-// It owns the child process and its log file, nothing else: what the
-// child reads (its configuration) is written by the caller.
+// The child runs in a process group of its own, and the whole group
+// (nginx's workers too, not just the process we started) ends with it and
+// with us, even when we are SIGKILLed: the child gets Pdeathsig, a
+// watchdog in its group kills the group when our end of a pipe closes,
+// and a pid file lets the next Start find and end what an earlier run
+// left behind (see group.go).
+//
+// It owns the child's process group, its log file and its pid file,
+// nothing else: what the child reads (its configuration) is written by
+// the caller.
 package supervisor
 
 import (
@@ -35,6 +43,11 @@ type Config struct {
 	Dir string
 	// LogPath receives the child's stdout and stderr (appended).
 	LogPath string
+	// PIDFile records the running child's process group (and what tells
+	// it from a later process with the same pid), so that Start ends the
+	// leftovers of an earlier run of ours that was SIGKILLed before it
+	// starts the child again. Empty: no record, no such check.
+	PIDFile string
 	// NetNS is the path of a network namespace to start the child in;
 	// empty: ours.
 	NetNS string
@@ -42,8 +55,8 @@ type Config struct {
 	// died (default 1s, doubling to 30s, back to the start after a minute
 	// of uptime).
 	RestartBackoff time.Duration
-	// StopTimeout is how long a SIGTERMed child gets before SIGKILL
-	// (default 5s).
+	// StopTimeout is how long a SIGTERMed child (or leftover group) gets
+	// before SIGKILL (default 5s).
 	StopTimeout time.Duration
 	Logger      *slog.Logger
 }
@@ -81,8 +94,9 @@ func New(cfg Config) (*Process, error) {
 }
 
 // Start runs the child and restarts it whenever it exits, until ctx
-// ends; then it stops the child (SIGTERM, SIGKILL after StopTimeout) and
-// returns nil.
+// ends; then it stops the child (SIGTERM, SIGKILL to its group after
+// StopTimeout) and returns nil. Before each start it ends what an earlier
+// run left in the group that PIDFile records.
 func (p *Process) Start(ctx context.Context) error {
 	backoff := p.cfg.RestartBackoff
 	for {
@@ -117,7 +131,14 @@ func (p *Process) Signal(sig os.Signal) error {
 	return p.current.Signal(sig)
 }
 
+// runOnce starts the child and waits until it exits, or stops it when
+// ctx ends. Either way nothing of its process group outlives it: the rest
+// of the group is killed while the exited child, unreaped, still holds
+// the group's id, so no other process can have taken that id.
 func (p *Process) runOnce(ctx context.Context) error {
+	if err := p.endLeftovers(); err != nil {
+		return err
+	}
 	var logFile *os.File
 	if p.cfg.LogPath != "" {
 		f, err := os.OpenFile(p.cfg.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -133,14 +154,16 @@ func (p *Process) runOnce(ctx context.Context) error {
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 	}
 	// Its own process group, so a terminal's ^C reaches us first and we
-	// stop it in order; SIGKILL when the thread that started it dies.
+	// stop it in order, and so that its children can be found and ended
+	// with it; SIGKILL when the thread that started it dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 
 	// Pdeathsig fires when the thread that started the child exits, so
 	// that thread is ours alone while the child runs: a goroutine locked
 	// to it (and, for NetNS, moved into the namespace) that never
-	// unlocks, so Go discards the thread only after the child is gone.
-	done := make(chan error, 1)
+	// unlocks, so Go discards the thread only after the child is gone. It
+	// waits for the child to exit without reaping it (WNOWAIT).
+	exited := make(chan struct{})
 	startErr := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -155,35 +178,70 @@ func (p *Process) runOnce(ctx context.Context) error {
 			return
 		}
 		startErr <- nil
-		done <- cmd.Wait()
+		waitExited(cmd.Process.Pid)
+		close(exited)
 	}()
 	if err := <-startErr; err != nil {
 		return err
 	}
+	pgid := cmd.Process.Pid
+	wd, err := startWatchdog(pgid)
+	if err == nil {
+		err = p.writePIDFile(pgid)
+	}
+	if err != nil {
+		_ = unix.Kill(-pgid, unix.SIGKILL)
+		<-exited
+		return errors.Join(err, p.reap(cmd, wd, pgid))
+	}
 	p.mu.Lock()
 	p.current = cmd.Process
 	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		p.current = nil
-		p.mu.Unlock()
-	}()
 	p.once.Do(func() { close(p.started) })
-	p.log.Info("started", "pid", cmd.Process.Pid, "log", p.cfg.LogPath)
+	p.log.Info("started", "pid", pgid, "log", p.cfg.LogPath)
 	select {
-	case err := <-done:
-		return err
+	case <-exited:
 	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(p.cfg.StopTimeout):
+			_ = unix.Kill(-pgid, unix.SIGKILL)
+			<-exited
+		}
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(p.cfg.StopTimeout):
-		_ = cmd.Process.Kill()
-		<-done
+	p.mu.Lock()
+	p.current = nil
+	p.mu.Unlock()
+	err = p.reap(cmd, wd, pgid)
+	if ctx.Err() != nil {
+		p.log.Info("stopped")
+		return nil
 	}
-	p.log.Info("stopped")
-	return nil
+	return err
+}
+
+// reap ends what is left of the exited child's group (the watchdog, and
+// children of the child's such as nginx's workers), waits until none of
+// it lives, then reaps the child and the watchdog and removes the pid
+// file. It returns how the child exited.
+func (p *Process) reap(cmd *exec.Cmd, wd *watchdog, pgid int) error {
+	_ = unix.Kill(-pgid, unix.SIGKILL)
+	gone := waitGroupGone(pgid, 5*time.Second)
+	err := cmd.Wait()
+	if wd != nil {
+		wd.reap()
+	}
+	if gone != nil {
+		// The pid file stays: the next start tries again.
+		return errors.Join(err, gone)
+	}
+	if p.cfg.PIDFile != "" {
+		if rmErr := os.Remove(p.cfg.PIDFile); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			p.log.Warn("remove pid file", "err", rmErr)
+		}
+	}
+	return err
 }
 
 func setNetNS(path string) error {
