@@ -20,6 +20,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/apiserver"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/clusterconfig"
 	"github.com/minik8s/minik8s/pkg/controllermanager"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/storage"
@@ -46,6 +47,9 @@ type Config struct {
 	ClusterCIDR string
 	// ServiceCIDR is where Service cluster IPs come from (default 10.96.0.0/12).
 	ServiceCIDR string
+	// ClusterDomain is the cluster's DNS domain (default cluster.local).
+	// With the two ranges it is published for nodes (pkg/clusterconfig).
+	ClusterDomain string
 	// DisableControllers names built-in controllers not to run: the
 	// scheduler, or controller-manager ones (controllermanager.Names).
 	DisableControllers []string
@@ -71,6 +75,9 @@ type ControlPlane struct {
 // DefaultClusterCIDR is where pod IPs come from, as kubeadm's flannel setup.
 const DefaultClusterCIDR = "10.244.0.0/16"
 
+// DefaultClusterDomain is the cluster's DNS domain, as Kubernetes'.
+const DefaultClusterDomain = "cluster.local"
+
 // KubeconfigName is the admin kubeconfig's file name under the data dir.
 const KubeconfigName = "admin.kubeconfig"
 
@@ -93,7 +100,15 @@ func (c *Config) complete() error {
 	if c.ServiceCIDR == "" {
 		c.ServiceCIDR = apiserver.DefaultServiceCIDR
 	}
-	return nil
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = DefaultClusterDomain
+	}
+	return c.clusterSettings().Validate()
+}
+
+// clusterSettings are what nodes take from the cluster (pkg/clusterconfig).
+func (c *Config) clusterSettings() clusterconfig.Settings {
+	return clusterconfig.Settings{ClusterCIDR: c.ClusterCIDR, ServiceCIDR: c.ServiceCIDR, ClusterDomain: c.ClusterDomain}
 }
 
 // Run starts etcd, then the apiserver, and serves until ctx ends.
@@ -187,6 +202,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	nodeToken, err := ensureNodeToken(ctx, admin, nodeTokenPath, bundle.CAPEM, time.Now(), log)
 	if err != nil {
+		_ = srv.Close()
+		return err
+	}
+	if err := clusterconfig.Publish(ctx, admin, cfg.clusterSettings()); err != nil {
 		_ = srv.Close()
 		return err
 	}
