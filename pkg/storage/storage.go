@@ -13,6 +13,11 @@ var (
 	ErrCompacted = errors.New("revision has been compacted")
 	// ErrFutureRevision is returned for reads at a revision the store has not reached.
 	ErrFutureRevision = errors.New("revision is in the future")
+	// ErrUnavailable is returned at once, without waiting, while the store's
+	// backend does not answer; a call in flight when it stops answering
+	// fails with it too. A write that failed with it may or may not have
+	// been applied.
+	ErrUnavailable = errors.New("storage is unavailable")
 )
 
 // KV is one stored value with the revision that last modified it.
@@ -79,7 +84,9 @@ type Store interface {
 	// Delete removes key only if its ModRevision is still expected (0: any).
 	Delete(ctx context.Context, key string, expected int64) (int64, error)
 	// Watch streams changes under prefix with revision > fromRevision; fromRevision 0 means "from now".
-	// The channel closes when ctx ends or after a result carrying Err.
+	// The channel closes when ctx ends or after a result carrying Err. A
+	// watch outlives an outage of the backend: it resumes after the last
+	// revision it delivered, or ends with ErrCompacted when that is gone.
 	Watch(ctx context.Context, prefix string, fromRevision int64) <-chan WatchResult
 	// RequestProgress asks open watches on ctx's stream to report a Progress result.
 	RequestProgress(ctx context.Context) error

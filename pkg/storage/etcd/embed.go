@@ -95,12 +95,7 @@ func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 		return nil, ctx.Err()
 	}
 	endpoint := e.Clients[0].Addr().String()
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints:          []string{endpoint},
-		DialTimeout:        10 * time.Second,
-		MaxCallSendMsgSize: 4 << 20,
-		Logger:             zap.NewNop(),
-	})
+	client, err := clientv3.New(clientConfig(context.Background(), []string{endpoint}))
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("connect to embedded etcd: %w", err)
