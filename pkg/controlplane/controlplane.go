@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var store storage.Store
 	var etcdEndpoint string
 	if len(cfg.EtcdServers) > 0 {
-		s, err := etcd.Dial(ctx, cfg.EtcdServers)
+		s, err := etcd.Dial(ctx, cfg.EtcdServers, etcd.WithLogger(log))
 		if err != nil {
 			return err
 		}
@@ -136,7 +136,9 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		defer e.Close()
-		store, etcdEndpoint = etcd.New(e.Client), e.Endpoint
+		s := etcd.New(e.Client, etcd.WithLogger(log))
+		defer s.Close()
+		store, etcdEndpoint = s, e.Endpoint
 	}
 
 	key, err := storage.LoadOrCreateKey(filepath.Join(cfg.DataDir, "pki", "encryption.key"))
