@@ -1,15 +1,22 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,6 +39,7 @@ import (
 
 	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
 	"github.com/minik8s/minik8s/pkg/hostservice"
+	"github.com/minik8s/minik8s/pkg/kubelet/network"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/supervisor"
 )
@@ -83,9 +91,15 @@ type Gateway struct {
 	log      *slog.Logger
 	confPath string
 	nginx    *supervisor.Process
-	// applied is what nginx.conf holds; refused the last configuration
-	// nginx -t refused (not tested again). Only the sync loop uses them.
+	// applied is what nginx.conf holds and refused the last configuration
+	// nginx -t refused (not tested again), both rendered without an id;
+	// id is the id of nginx.conf, made of run (this Gateway's, random)
+	// and seq (one per configuration written). Only the sync loop uses
+	// them.
 	applied, refused string
+	run              string
+	seq              int
+	id               string
 
 	mu        sync.Mutex
 	clusterIP string // the gateway Service's, once published
@@ -133,11 +147,16 @@ func New(cfg Config) (*Gateway, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	g := &Gateway{cfg: cfg, log: log.With("component", "gateway"), confPath: filepath.Join(cfg.Dir, "nginx.conf")}
+	run := make([]byte, 4)
+	if _, err := rand.Read(run); err != nil {
+		return nil, err
+	}
+	g := &Gateway{cfg: cfg, log: log.With("component", "gateway"), confPath: filepath.Join(cfg.Dir, "nginx.conf"), run: hex.EncodeToString(run)}
 	var err error
 	g.nginx, err = supervisor.New(supervisor.Config{
 		Name: "nginx", Path: cfg.Nginx, Dir: cfg.Dir, LogPath: filepath.Join(cfg.Dir, "nginx.log"), NetNS: cfg.NetNS, Logger: log,
-		Args: []string{"-p", cfg.Dir, "-c", g.confPath, "-e", filepath.Join(cfg.Dir, "error.log"), "-g", "daemon off;"},
+		PIDFile: filepath.Join(cfg.Dir, "nginx.supervisor.pid"),
+		Args:    []string{"-p", cfg.Dir, "-c", g.confPath, "-e", filepath.Join(cfg.Dir, "error.log"), "-g", "daemon off;"},
 	})
 	if err != nil {
 		return nil, err
@@ -258,11 +277,12 @@ func (g *Gateway) prepare() error {
 	if err := os.Chmod(filepath.Join(g.cfg.Dir, "tmp"), 0o777); err != nil {
 		return err
 	}
-	conf := nginxConfig(g.cfg.Dir, g.cfg.Port, g.cfg.AllowNets, routes{})
-	if err := pki.WriteFileAtomic(g.confPath, []byte(conf)); err != nil {
+	conf := nginxConfig(g.cfg.Dir, g.cfg.Port, g.cfg.AllowNets, "", routes{})
+	id, full := g.nextConfig(routes{})
+	if err := pki.WriteFileAtomic(g.confPath, []byte(full)); err != nil {
 		return fmt.Errorf("nginx.conf: %w", err)
 	}
-	g.applied = conf
+	g.applied, g.id = conf, id
 	if _, err := os.Stat(g.cfg.HostsFile); errors.Is(err, os.ErrNotExist) {
 		if err := writeReadable(g.cfg.HostsFile, []byte(hostsFile("", nil))); err != nil {
 			return err
@@ -314,9 +334,15 @@ func (g *Gateway) sync(ctx context.Context, listServices serviceLister, listIngr
 		return s, ok
 	}, recs, ings)
 
+	// Until nginx answers with the configuration of these routes, no
+	// record is reported routed.
+	notServing := g.applyNginx(ctx, r)
+	if notServing == nil {
+		notServing = g.checkServing(ctx)
+	}
 	var errs []error
-	if err := g.applyNginx(ctx, nginxConfig(g.cfg.Dir, g.cfg.Port, g.cfg.AllowNets, r)); err != nil {
-		errs = append(errs, err)
+	if !errors.Is(notServing, errRefusedBefore) {
+		errs = append(errs, notServing) // retried
 	}
 	g.mu.Lock()
 	addr := g.clusterIP
@@ -326,7 +352,7 @@ func (g *Gateway) sync(ctx context.Context, listServices serviceLister, listIngr
 	}
 	if addr != "" {
 		for _, rec := range recs {
-			errs = append(errs, g.recordStatus(ctx, rec, addr, problems[objectKey{"DNSRecord", rec.Namespace, rec.Name}]))
+			errs = append(errs, g.recordStatus(ctx, rec, addr, problems[objectKey{"DNSRecord", rec.Namespace, rec.Name}], notServing))
 		}
 		for _, ing := range ings {
 			errs = append(errs, g.ingressStatus(ctx, ing, addr))
@@ -335,14 +361,31 @@ func (g *Gateway) sync(ctx context.Context, listServices serviceLister, listIngr
 	return errors.Join(errs...)
 }
 
-// applyNginx installs conf when it differs: nginx -t first, then SIGHUP.
-// A configuration nginx refused is reported once, not tested again.
-func (g *Gateway) applyNginx(ctx context.Context, conf string) error {
-	if conf == g.applied || conf == g.refused {
+// nextConfig is nginx.conf for r with a new id.
+func (g *Gateway) nextConfig(r routes) (id, full string) {
+	g.seq++
+	id = fmt.Sprintf("%s-%d", g.run, g.seq)
+	return id, nginxConfig(g.cfg.Dir, g.cfg.Port, g.cfg.AllowNets, id, r)
+}
+
+// errRefusedBefore: the routes are those of a configuration nginx -t
+// refused; a retry would not help, a change might.
+var errRefusedBefore = errors.New("nginx refused the configuration of these routes (kept the old one; see nginx.conf.next)")
+
+// applyNginx installs the configuration of r when it differs: nginx -t
+// first, then SIGHUP. A configuration nginx refused is not tested again:
+// that is errRefusedBefore.
+func (g *Gateway) applyNginx(ctx context.Context, r routes) error {
+	conf := nginxConfig(g.cfg.Dir, g.cfg.Port, g.cfg.AllowNets, "", r)
+	switch conf {
+	case g.applied:
 		return nil
+	case g.refused:
+		return errRefusedBefore
 	}
+	id, full := g.nextConfig(r)
 	next := g.confPath + ".next"
-	if err := os.WriteFile(next, []byte(conf), 0o644); err != nil {
+	if err := os.WriteFile(next, []byte(full), 0o644); err != nil {
 		return err
 	}
 	out, err := exec.CommandContext(ctx, g.cfg.Nginx, "-t", "-q", "-p", g.cfg.Dir, "-c", next, "-e", filepath.Join(g.cfg.Dir, "error.log")).CombinedOutput()
@@ -353,7 +396,7 @@ func (g *Gateway) applyNginx(ctx context.Context, conf string) error {
 	if err := os.Rename(next, g.confPath); err != nil {
 		return err
 	}
-	g.applied = conf
+	g.applied, g.id = conf, id
 	if err := g.nginx.Signal(syscall.SIGHUP); err != nil {
 		return fmt.Errorf("reload nginx: %w", err)
 	}
@@ -361,14 +404,19 @@ func (g *Gateway) applyNginx(ctx context.Context, conf string) error {
 	return nil
 }
 
-func (g *Gateway) recordStatus(ctx context.Context, rec *minik8sv1.DNSRecord, addr string, probs []problem) error {
+// recordStatus reports rec routed unless it has problems or nginx does
+// not serve the routes (notServing).
+func (g *Gateway) recordStatus(ctx context.Context, rec *minik8sv1.DNSRecord, addr string, probs []problem, notServing error) error {
 	want := rec.Status.DeepCopy()
 	want.Address = addr
 	want.ObservedGeneration = rec.Generation
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Routed",
 		Message: fmt.Sprintf("%s resolves to %s; every path is routed", rec.Spec.Host, addr), ObservedGeneration: rec.Generation}
-	if len(probs) > 0 {
+	switch {
+	case len(probs) > 0:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, probs[0].reason, problemsMessage(probs)
+	case notServing != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "NotServing", notServing.Error()
 	}
 	meta.SetStatusCondition(&want.Conditions, cond)
 	if equality.Semantic.DeepEqual(*want, rec.Status) {
@@ -434,4 +482,60 @@ func writeReadable(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// checkServing asks nginx, for up to 3s (it may be starting or
+// reloading), which configuration answers on its port: nil once it is
+// nginx.conf's, an error when nothing answers or another configuration
+// does (an nginx that is not ours holds the port).
+func (g *Gateway) checkServing(ctx context.Context) error {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		got, err := g.servedID(ctx)
+		if err == nil && got == g.id {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("port %d answers with configuration %q, not nginx.conf's %q: another nginx holds the port", g.cfg.Port, got, g.id)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nginx does not serve its configuration (see %s): %w", filepath.Join(g.cfg.Dir, "error.log"), err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// servedID is the id of the configuration nginx serves, from its status
+// server, asked on loopback in nginx's namespace.
+func (g *Gateway) servedID(ctx context.Context) (string, error) {
+	var conn net.Conn
+	err := network.InNetNS(g.cfg.NetNS, func() (err error) {
+		conn, err = (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(g.cfg.Port)))
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := fmt.Fprintf(conn, "GET /config HTTP/1.0\r\nHost: %s\r\n\r\n", statusHost); err != nil {
+		return "", err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256))
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("port %d answers %s, not the gateway's status", g.cfg.Port, resp.Status)
+	}
+	return strings.TrimSpace(string(body)), nil
 }

@@ -1,10 +1,18 @@
 package gateway
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,7 +77,9 @@ func TestBuildAndRender(t *testing.T) {
 			minik8sv1.DNSRecordPath{Path: "/path1", Service: "a", Port: intstr.FromInt32(80)},
 			minik8sv1.DNSRecordPath{Path: "path2", Service: "b", Port: intstr.FromString("web")})},
 		want: []string{"server_name minik8s.com;", "location /path1/ {", "proxy_pass http://10.96.0.11:80/;",
-			"location /path2/ {", "proxy_pass http://10.96.0.12:8080/;", "listen 10080 default_server;"},
+			"location = /path1 {\n            proxy_pass http://10.96.0.11:80/;\n            proxy_redirect http://10.96.0.11:80/ /path1/;\n            proxy_redirect http://$host/ /path1/;\n            proxy_redirect / /path1/;",
+			"location /path2/ {", "location = /path2 {", "proxy_pass http://10.96.0.12:8080/;", "listen 10080 default_server;",
+			"absolute_redirect off;", "server_name minik8s-gateway.invalid;", `return 200 "id\n";`},
 		names: []string{"minik8s.com"},
 	}, {
 		name: "missing backend answers 503 and is reported",
@@ -104,6 +114,26 @@ func TestBuildAndRender(t *testing.T) {
 		names:      []string{"minik8s.com"},
 		problemsOf: "young", problemWants: "minik8s.com/p/ is already routed by dnsrecord default/old",
 	}, {
+		name: "an Exact path wins over the one a Prefix implies, in one Ingress or another, older or not",
+		ings: []*networkingv1.Ingress{
+			ingress("old", 5, networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "e.io",
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+					Paths: []networkingv1.HTTPIngressPath{ingressPath("/api", networkingv1.PathTypePrefix, "a", 80),
+						ingressPath("/v1/", networkingv1.PathTypePrefix, "a", 80), ingressPath("/v1", networkingv1.PathTypeExact, "b", 8080)}}}}}}),
+			ingress("young", 1, networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "e.io",
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+					Paths: []networkingv1.HTTPIngressPath{ingressPath("/api", networkingv1.PathTypeExact, "b", 8080)}}}}}}),
+		},
+		want: []string{"# ingress default/young\n        location = /api {\n            proxy_pass http://10.96.0.12:8080;",
+			"# ingress default/old\n        location /api/ {\n            proxy_pass http://10.96.0.11:80;",
+			"# ingress default/old\n        location = /v1 {\n            proxy_pass http://10.96.0.12:8080;",
+			"location /v1/ {\n            proxy_pass http://10.96.0.11:80;"},
+		names: []string{"e.io"},
+	}, {
+		name:       "the gateway's own name is refused",
+		recs:       []*minik8sv1.DNSRecord{record("own", 1, "minik8s-gateway.invalid", minik8sv1.DNSRecordPath{Path: "/", Service: "a", Port: intstr.FromInt32(80)})},
+		problemsOf: "own", problemWants: "minik8s-gateway.invalid is the gateway's own name",
+	}, {
 		name: "paths that could inject into nginx.conf are refused",
 		ings: []*networkingv1.Ingress{ingress("evil", 1, networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "e.io",
 			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
@@ -114,7 +144,7 @@ func TestBuildAndRender(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r, problems := build(services, tc.recs, tc.ings)
-			conf := nginxConfig("/d", DefaultPort, []string{"10.244.0.0/16"}, r)
+			conf := nginxConfig("/d", DefaultPort, []string{"10.244.0.0/16"}, "id", r)
 			for _, w := range tc.want {
 				if !strings.Contains(conf, w) {
 					t.Errorf("config lacks %q:\n%s", w, conf)
@@ -162,7 +192,7 @@ func nginxAccepts(t *testing.T, r routes) {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(nginxConfig(dir, 18080, []string{"127.0.0.0/8"}, r)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(nginxConfig(dir, 18080, []string{"127.0.0.0/8"}, "id", r)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command(bin, "-t", "-q", "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log")).CombinedOutput(); err != nil {
@@ -177,5 +207,120 @@ func TestHostsFile(t *testing.T) {
 	}
 	if got := hostsFile("", []string{"a.io"}); strings.Contains(got, "a.io") {
 		t.Errorf("hosts file without an address names hosts: %q", got)
+	}
+}
+
+// TestNginxServesRoutes runs the real nginx on the rendered configuration
+// in front of a backend on loopback: a DNSRecord path answers with and
+// without its trailing slash and strips itself, an Ingress Prefix path
+// matches whole segments and keeps the path, Exact only itself; no
+// redirect names nginx's port, a backend's redirect stays below the
+// record's path; the status server tells the configuration's id.
+func TestNginxServesRoutes(t *testing.T) {
+	bin, err := FindNginx()
+	if err != nil {
+		t.Skipf("needs nginx (make deps installs it): %v", err)
+	}
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/dir": // as busybox httpd answers a directory
+			http.Redirect(w, r, "/dir/", http.StatusFound)
+		case "/abs":
+			http.Redirect(w, r, "http://"+r.Host+"/abs/", http.StatusFound)
+		default:
+			fmt.Fprintf(w, "backend %s", r.URL.RequestURI())
+		}
+	}))
+	defer backend.Close()
+	host, portStr, _ := net.SplitHostPort(backend.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+	services := lookup(svc("a", host, corev1.ServicePort{Port: int32(port)}))
+	r, problems := build(services,
+		[]*minik8sv1.DNSRecord{record("r", 1, "minik8s.com", minik8sv1.DNSRecordPath{Path: "/path1", Service: "a", Port: intstr.FromInt32(int32(port))})},
+		[]*networkingv1.Ingress{ingress("i", 1, networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "shop.io",
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{
+				ingressPath("/foo", networkingv1.PathTypePrefix, "a", int32(port)),
+				ingressPath("/exact", networkingv1.PathTypeExact, "a", int32(port)),
+			}}}}}})})
+	for obj, probs := range problems {
+		if len(probs) > 0 {
+			t.Fatalf("problems of %v: %v", obj, probs)
+		}
+	}
+
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(filepath.Join(dir, "tmp"), 0o777)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nginxPort := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(nginxConfig(dir, nginxPort, []string{"127.0.0.0/8"}, "run-7", r)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nginx := exec.Command(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;")
+	nginx.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := nginx.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = nginx.Process.Signal(syscall.SIGTERM) // its workers stop with it
+		_ = nginx.Wait()
+	}()
+
+	g := &Gateway{cfg: Config{Port: nginxPort, Dir: dir}, id: "run-7"}
+	if err := g.checkServing(context.Background()); err != nil {
+		b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		t.Fatalf("checkServing: %v\n%s", err, b)
+	}
+	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct {
+		host, path string
+		status     int
+		want       string // body, or Location of a redirect
+	}{
+		{"minik8s.com", "/path1", 200, "backend /"},
+		{"minik8s.com", "/path1?q=1", 200, "backend /?q=1"},
+		{"minik8s.com", "/path1/", 200, "backend /"},
+		{"minik8s.com", "/path1/x/y", 200, "backend /x/y"},
+		{"minik8s.com", "/path10", 404, ""},
+		{"minik8s.com", "/path1/dir", 302, "/path1/dir/"},
+		{"minik8s.com", "/path1/abs", 302, "/path1/abs/"},
+		{"shop.io", "/foo", 200, "backend /foo"},
+		{"shop.io", "/foo/", 200, "backend /foo/"},
+		{"shop.io", "/foo/bar", 200, "backend /foo/bar"},
+		{"shop.io", "/foobar", 404, ""},
+		{"shop.io", "/exact", 200, "backend /exact"},
+		{"shop.io", "/exact/", 404, ""},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", nginxPort, tc.path), nil)
+		req.Host = tc.host
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Errorf("%s%s: %v", tc.host, tc.path, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		got := string(body)
+		if loc := resp.Header.Get("Location"); loc != "" {
+			got = loc
+			if strings.Contains(loc, strconv.Itoa(nginxPort)) {
+				t.Errorf("%s%s redirects to %s, naming nginx's port", tc.host, tc.path, loc)
+			}
+		}
+		if resp.StatusCode != tc.status || (tc.want != "" && got != tc.want) {
+			t.Errorf("%s%s: %d %q, want %d %q", tc.host, tc.path, resp.StatusCode, got, tc.status, tc.want)
+		}
+	}
+
+	g.id = "run-6" // an nginx that serves another configuration
+	if err := g.checkServing(context.Background()); err == nil || !strings.Contains(err.Error(), `answers with configuration "run-7"`) {
+		t.Errorf("checkServing of another configuration: %v", err)
 	}
 }

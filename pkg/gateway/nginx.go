@@ -7,10 +7,15 @@ import (
 	"strings"
 )
 
+// statusHost is the server that tells which configuration nginx serves:
+// GET /config with this Host, from loopback, answers the configuration's
+// id. No DNSRecord or Ingress may claim it.
+const statusHost = "minik8s-gateway.invalid"
+
 // nginxConfig renders nginx.conf for r: one server per host, a default
 // server (rules without a host, default backends, else 404), access
-// limited to allow when set.
-func nginxConfig(dir string, port int, allow []string, r routes) string {
+// limited to allow when set, and the status server answering id.
+func nginxConfig(dir string, port int, allow []string, id string, r routes) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	p("# Written by the minik8s gateway (pkg/gateway); changes here are overwritten.")
@@ -25,6 +30,9 @@ func nginxConfig(dir string, port int, allow []string, r routes) string {
 		p("    %s_temp_path %s;", t, filepath.Join(dir, "tmp", t))
 	}
 	p("    default_type text/plain;")
+	// Redirects name no host and port: nginx's port is not the one
+	// clients use (pods come through the gateway Service's port 80).
+	p("    absolute_redirect off;")
 	p("    server_names_hash_bucket_size 128;")
 	p("    proxy_http_version 1.1;")
 	p("    proxy_connect_timeout 5s;")
@@ -68,6 +76,12 @@ func nginxConfig(dir string, port int, allow []string, r routes) string {
 				p("            return 503 \"no backend for %s\\n\";", l.path)
 			case l.strip:
 				p("            proxy_pass http://%s/;", l.upstream)
+				// The backend's redirects stay below the path it is served at.
+				if prefix := strings.TrimSuffix(l.path, "/") + "/"; prefix != "/" {
+					p("            proxy_redirect http://%s/ %s;", l.upstream, prefix)
+					p("            proxy_redirect http://$host/ %s;", prefix)
+					p("            proxy_redirect / %s;", prefix)
+				}
 			default:
 				p("            proxy_pass http://%s;", l.upstream)
 			}
@@ -80,6 +94,18 @@ func nginxConfig(dir string, port int, allow []string, r routes) string {
 		}
 		p("    }")
 	}
+	p("    server {")
+	p("        listen %d;", port)
+	p("        server_name %s;", statusHost)
+	p("        location = /config {")
+	p("            allow 127.0.0.0/8;")
+	p("            deny all;")
+	p("            return 200 \"%s\\n\";", id)
+	p("        }")
+	p("        location / {")
+	p("            return 404;")
+	p("        }")
+	p("    }")
 	p("}")
 	return b.String()
 }

@@ -29,7 +29,11 @@ type location struct {
 	upstream string
 	// strip passes the request on without the path prefix (DNSRecords).
 	strip bool
-	owner string // "dnsrecord ns/name" or "ingress ns/name", for comments
+	// implied marks the "= /p" that a prefix "/p/" brings along, so that
+	// /p answers too: it yields to an explicit Exact path, and a clash
+	// over it is reported as the prefix's.
+	implied bool
+	owner   string // "dnsrecord ns/name" or "ingress ns/name", for comments
 }
 
 func (l location) key() string {
@@ -61,13 +65,13 @@ type serviceLookup func(namespace, name string) (*corev1.Service, bool)
 type builder struct {
 	services serviceLookup
 	routes   routes
-	claimed  map[string]string // host + " " + location key -> owner
+	claimed  map[string]location // host + " " + location key -> its location
 	problems map[objectKey][]problem
 }
 
 func newBuilder(services serviceLookup) *builder {
 	return &builder{services: services, routes: routes{hosts: map[string][]location{}},
-		claimed: map[string]string{}, problems: map[objectKey][]problem{}}
+		claimed: map[string]location{}, problems: map[objectKey][]problem{}}
 }
 
 // upstream resolves a Service port (by number or name) to clusterIP:port.
@@ -100,21 +104,46 @@ var (
 
 // add claims host+location for obj, or records the conflict.
 func (b *builder) add(obj objectKey, host string, loc location) {
+	if host == statusHost {
+		b.problems[obj] = append(b.problems[obj], problem{"UnsupportedPath", host + " is the gateway's own name"})
+		return
+	}
 	if !safePath.MatchString(loc.path) || (host != defaultHost && !safeHost.MatchString(host)) {
 		b.problems[obj] = append(b.problems[obj], problem{"UnsupportedPath",
 			fmt.Sprintf("%s%s: the gateway routes only host names and paths of letters, digits and ._~/%%:@+,=-", displayHost(host), loc.path)})
 		return
 	}
 	k := host + " " + loc.key()
-	if owner, taken := b.claimed[k]; taken {
-		if owner != loc.owner {
+	if had, taken := b.claimed[k]; taken {
+		switch {
+		case had.implied && !loc.implied:
+			// An Exact path wins over the one a prefix implies, as in
+			// Kubernetes; the prefix keeps what lies below it.
+			b.claimed[k] = loc
+			locs := b.routes.hosts[host]
+			locs[slices.IndexFunc(locs, func(l location) bool { return l.key() == loc.key() })] = loc
+		case had.owner != loc.owner && !loc.implied:
 			b.problems[obj] = append(b.problems[obj], problem{"PathConflict",
-				fmt.Sprintf("%s%s is already routed by %s", displayHost(host), loc.path, owner)})
+				fmt.Sprintf("%s%s is already routed by %s", displayHost(host), loc.path, had.owner)})
 		}
 		return
 	}
-	b.claimed[k] = loc.owner
+	b.claimed[k] = loc
 	b.routes.hosts[host] = append(b.routes.hosts[host], loc)
+}
+
+// addPrefix routes path and what lies below it, on segment boundaries
+// (/p is /p, /p/ and /p/x, not /px): nginx's prefix "/p/" and an implied
+// "= /p", which also keeps nginx from redirecting /p to /p/.
+func (b *builder) addPrefix(obj objectKey, host string, loc location) {
+	loc.path = strings.TrimSuffix(loc.path, "/")
+	if loc.path != "" {
+		exact := loc
+		exact.exact, exact.implied = true, true
+		b.add(obj, host, exact)
+	}
+	loc.path += "/"
+	b.add(obj, host, loc)
 }
 
 func displayHost(h string) string {
@@ -137,10 +166,7 @@ func (b *builder) addDNSRecord(rec *minik8sv1.DNSRecord) {
 		if !strings.HasPrefix(path, "/") {
 			path = "/" + path
 		}
-		if !strings.HasSuffix(path, "/") {
-			path += "/" // a prefix of whole segments; nginx redirects /path1 to /path1/
-		}
-		b.add(obj, strings.ToLower(rec.Spec.Host), location{path: path, upstream: up, strip: true, owner: owner})
+		b.addPrefix(obj, strings.ToLower(rec.Spec.Host), location{path: path, upstream: up, strip: true, owner: owner})
 	}
 }
 
@@ -170,16 +196,13 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) {
 		host := strings.ToLower(rule.Host)
 		for _, p := range rule.HTTP.Paths {
 			up := backend(p.Backend)
-			path := cmp.Or(p.Path, "/")
-			exact := p.PathType != nil && *p.PathType == networkingv1.PathTypeExact
-			if exact || path == "/" {
-				b.add(obj, host, location{exact: exact, path: path, upstream: up, owner: owner})
+			loc := location{path: cmp.Or(p.Path, "/"), upstream: up, owner: owner}
+			if p.PathType != nil && *p.PathType == networkingv1.PathTypeExact {
+				loc.exact = true
+				b.add(obj, host, loc)
 				continue
 			}
-			// Prefix matches whole segments: /foo is /foo and /foo/...
-			trimmed := strings.TrimSuffix(path, "/")
-			b.add(obj, host, location{exact: true, path: trimmed, upstream: up, owner: owner})
-			b.add(obj, host, location{path: trimmed + "/", upstream: up, owner: owner})
+			b.addPrefix(obj, host, loc)
 		}
 	}
 	if ing.Spec.DefaultBackend != nil {
