@@ -38,39 +38,63 @@ func (e *FitError) Error() string {
 	return msg
 }
 
+// keptOutByPods reports whether other pods kept the pod off some node (pod
+// affinity, anti-affinity, topology spread): a pod assigned or relabelled
+// may let it fit.
+func (e *FitError) keptOutByPods() bool {
+	for _, r := range []string{ReasonPodAffinity, ReasonPodAntiAffinity, ReasonExistingPodsAntiAffinity, ReasonTopologySpread} {
+		if e.Reasons[r] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // profile is one scheduling policy: filters in order, weighted scores.
 type profile struct {
 	filters []FilterPlugin
-	scores  []WeightedScore
-	// parallelism is how many goroutines filter and score when there are
-	// many nodes.
-	parallelism int
+	// preFilters run after filters, on the nodes they pass.
+	preFilters []PreFilterPlugin
+	scores     []WeightedScore
+	preScores  []WeightedPreScore
 }
 
-func newProfile(sc ScoreConfig) *profile {
-	return &profile{filters: DefaultFilters(), scores: DefaultScores(sc), parallelism: 16}
+func newProfile(sc ScoreConfig, l *Listers) *profile {
+	return &profile{
+		filters: DefaultFilters(), preFilters: DefaultPreFilters(l),
+		scores: DefaultScores(sc), preScores: DefaultPreScores(l),
+	}
 }
 
-// parallelFrom is the node count from which filtering and scoring are
-// spread over goroutines.
-const parallelFrom = 256
+// Filtering and scoring are spread over parallelism goroutines from
+// parallelFrom nodes on.
+const (
+	parallelism  = 16
+	parallelFrom = 256
+)
 
-func (p *profile) each(n int, f func(i int)) {
-	if n < parallelFrom || p.parallelism <= 1 {
+// parallelize calls f(0..n-1), on several goroutines when n is large.
+func parallelize(n int, f func(i int)) {
+	if n < parallelFrom {
 		for i := range n {
 			f(i)
 		}
 		return
 	}
-	chunk := max(n/(p.parallelism*4), 16)
-	workqueue.ParallelizeUntil(context.Background(), p.parallelism, n, f, workqueue.WithChunkSize(chunk))
+	chunk := max(n/(parallelism*4), 16)
+	workqueue.ParallelizeUntil(context.Background(), parallelism, n, f, workqueue.WithChunkSize(chunk))
 }
 
-// filterNode runs the filters on one node, stopping at the first that
-// rejects it.
-func (p *profile) filterNode(pod *PodInfo, node *NodeInfo) []string {
+// filterNode runs the filters on one node, then the attempt's checks of
+// the cluster-wide ones, stopping at the first that rejects it.
+func (p *profile) filterNode(pod *PodInfo, node *NodeInfo, checks []NodeFilter) []string {
 	for _, f := range p.filters {
 		if reasons := f.Filter(pod, node); len(reasons) > 0 {
+			return reasons
+		}
+	}
+	for _, check := range checks {
+		if reasons := check(node); len(reasons) > 0 {
 			return reasons
 		}
 	}
@@ -82,8 +106,14 @@ func (p *profile) feasible(pod *PodInfo, nodes []*NodeInfo) ([]*NodeInfo, error)
 	if len(nodes) == 0 {
 		return nil, &FitError{}
 	}
+	var checks []NodeFilter
+	for _, pf := range p.preFilters {
+		if check := pf.PreFilter(pod, nodes); check != nil {
+			checks = append(checks, check)
+		}
+	}
 	rejected := make([][]string, len(nodes))
-	p.each(len(nodes), func(i int) { rejected[i] = p.filterNode(pod, nodes[i]) })
+	parallelize(len(nodes), func(i int) { rejected[i] = p.filterNode(pod, nodes[i], checks) })
 	var fit []*NodeInfo
 	for i, r := range rejected {
 		if len(r) == 0 {
@@ -102,17 +132,29 @@ func (p *profile) feasible(pod *PodInfo, nodes []*NodeInfo) ([]*NodeInfo, error)
 	return nil, fe
 }
 
-// score returns each node's weighted total.
-func (p *profile) score(pod *PodInfo, nodes []*NodeInfo) []int64 {
-	totals := make([]int64, len(nodes))
-	plugin := make([]int64, len(nodes))
-	for _, ws := range p.scores {
-		p.each(len(nodes), func(i int) { plugin[i] = ws.Plugin.Score(pod, nodes[i]) })
-		if n, ok := ws.Plugin.(ScoreNormalizer); ok {
-			n.NormalizeScores(plugin)
+// score returns each feasible node's weighted total; all are every node.
+func (p *profile) score(pod *PodInfo, feasible, all []*NodeInfo) []int64 {
+	totals := make([]int64, len(feasible))
+	scores := make([]int64, len(feasible))
+	add := func(score func(n *NodeInfo) int64, normalize func([]int64), weight int64) {
+		parallelize(len(feasible), func(i int) { scores[i] = score(feasible[i]) })
+		if normalize != nil {
+			normalize(scores)
 		}
-		for i, s := range plugin {
-			totals[i] += s * ws.Weight
+		for i, s := range scores {
+			totals[i] += s * weight
+		}
+	}
+	for _, ws := range p.scores {
+		var normalize func([]int64)
+		if n, ok := ws.Plugin.(ScoreNormalizer); ok {
+			normalize = n.NormalizeScores
+		}
+		add(func(n *NodeInfo) int64 { return ws.Plugin.Score(pod, n) }, normalize, ws.Weight)
+	}
+	for _, ws := range p.preScores {
+		if scorer := ws.Plugin.PreScore(pod, feasible, all); scorer != nil {
+			add(scorer.Score, scorer.Normalize, ws.Weight)
 		}
 	}
 	return totals
@@ -128,7 +170,7 @@ func (p *profile) schedule(pod *PodInfo, nodes []*NodeInfo, rnd *rand.Rand) (*No
 	if len(fit) == 1 {
 		return fit[0], nil
 	}
-	return selectHost(fit, p.score(pod, fit), rnd), nil
+	return selectHost(fit, p.score(pod, fit, nodes), rnd), nil
 }
 
 // selectHost returns the node with the highest score; among several, each

@@ -37,7 +37,7 @@ func TestFitErrorMessage(t *testing.T) {
 			nodes: infos(node("a", "4", "8Gi", 10, withLabels("zone", "a"), withReady(v1.ConditionFalse)), node("b", "4", "8Gi", 10)),
 			want:  "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }."},
 	}
-	p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem})
+	p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem}, &Listers{})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := p.schedule(NewPodInfo(tc.pod), tc.nodes, rand.New(rand.NewPCG(1, 2)))
@@ -70,7 +70,7 @@ func TestScheduleStrategies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%s", tc.strategy, tc.pod.Spec.Containers[0].Resources.Requests.Cpu()), func(t *testing.T) {
-			p := newProfile(ScoreConfig{Strategy: tc.strategy, Resources: cpuMem})
+			p := newProfile(ScoreConfig{Strategy: tc.strategy, Resources: cpuMem}, &Listers{})
 			for range 20 {
 				got, err := p.schedule(NewPodInfo(tc.pod), []*NodeInfo{full, empty}, rand.New(rand.NewPCG(rand.Uint64(), 0)))
 				if err != nil {
@@ -86,7 +86,7 @@ func TestScheduleStrategies(t *testing.T) {
 
 func TestScheduleWeighsPreferences(t *testing.T) {
 	// A PreferNoSchedule taint (weight 3) outweighs a node's emptier cpu.
-	p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem})
+	p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem}, &Listers{})
 	busy := NewNodeInfo(node("busy", "4", "8Gi", 10), pod("e", "2", "1Gi"))
 	tainted := NewNodeInfo(node("tainted", "4", "8Gi", 10, withTaints(preferNo)))
 	got, err := p.schedule(NewPodInfo(pod("p", "100m", "100Mi")), []*NodeInfo{busy, tainted}, rand.New(rand.NewPCG(1, 2)))
@@ -125,7 +125,7 @@ func TestScheduleManyNodesInParallel(t *testing.T) {
 		}
 		nodes = append(nodes, NewNodeInfo(n))
 	}
-	p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem})
+	p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem}, &Listers{})
 	got, err := p.schedule(NewPodInfo(pod("p", "8", "")), nodes, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func BenchmarkScheduleAlgorithm(b *testing.B) {
 			for i := range n {
 				nodes = append(nodes, NewNodeInfo(node(fmt.Sprintf("n%05d", i), "32", "64Gi", 110, withLabels("zone", fmt.Sprint(i%3))), pod("e", fmt.Sprintf("%dm", i%2000), "1Gi")))
 			}
-			p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem})
+			p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem}, &Listers{})
 			pi := NewPodInfo(pod("p", "100m", "128Mi"))
 			rnd := rand.New(rand.NewPCG(1, 2))
 			b.ResetTimer()
@@ -156,5 +156,87 @@ func BenchmarkScheduleAlgorithm(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// place schedules the pods one by one, each counted on its node before the
+// next is scheduled (as the cache assumes them), and returns how many went
+// to each node.
+func place(t *testing.T, p *profile, nodes []*NodeInfo, rnd *rand.Rand, pods ...*v1.Pod) (map[string]int, error) {
+	t.Helper()
+	perNode := map[string]int{}
+	for _, pd := range pods {
+		pi := NewPodInfo(pd)
+		n, err := p.schedule(pi, nodes, rnd)
+		if err != nil {
+			return perNode, err
+		}
+		assumed := *pd
+		assumed.Spec.NodeName = n.Node.Name
+		pi.Pod = &assumed
+		n.addPod(pi)
+		perNode[n.Node.Name]++
+	}
+	return perNode, nil
+}
+
+func TestDefaultSpreadingOfBestEffortReplicas(t *testing.T) {
+	// Big nodes: 100m and 200Mi more or less round to the same resource
+	// score, so only the default spreading tells the nodes apart.
+	l := listersOf(replicaSet("web", "app", "web"))
+	p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem}, l)
+	var replicas []*v1.Pod
+	for i := range 6 {
+		replicas = append(replicas, webPod(fmt.Sprintf("web-%d", i), ownedBy("apps/v1", "ReplicaSet", "web")))
+	}
+	for seed := range uint64(50) {
+		nodes := infos(node("a", "32", "64Gi", 110), node("b", "32", "64Gi", 110), node("c", "32", "64Gi", 110))
+		perNode, err := place(t, p, nodes, rand.New(rand.NewPCG(seed, seed)), replicas...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perNode["a"] != 2 || perNode["b"] != 2 || perNode["c"] != 2 {
+			t.Fatalf("seed %d: replicas per node %v, want 2 on each", seed, perNode)
+		}
+	}
+}
+
+func TestRequiredAntiAffinityLeavesAReplicaPending(t *testing.T) {
+	p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem}, listersOf())
+	nodes := infos(node("a", "4", "8Gi", 110), node("b", "4", "8Gi", 110), node("c", "4", "8Gi", 110))
+	var replicas []*v1.Pod
+	for i := range 4 {
+		replicas = append(replicas, webPod(fmt.Sprintf("web-%d", i), avoidPods(podTerm(hostname, "app", "web"))))
+	}
+	perNode, err := place(t, p, nodes, rand.New(rand.NewPCG(1, 2)), replicas...)
+	if perNode["a"] != 1 || perNode["b"] != 1 || perNode["c"] != 1 {
+		t.Errorf("replicas per node %v, want 1 on each", perNode)
+	}
+	if want := "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."; err == nil || err.Error() != want {
+		t.Errorf("the fourth replica: %v, want %q", err, want)
+	}
+	// A pod the replicas' anti-affinity selects is kept off their nodes
+	// too, by their terms.
+	_, err = p.schedule(NewPodInfo(webPod("plain")), nodes, rand.New(rand.NewPCG(1, 2)))
+	if want := "0/3 nodes are available: 3 node(s) didn't satisfy existing pods anti-affinity rules."; err == nil || err.Error() != want {
+		t.Errorf("a pod matching their terms: %v, want %q", err, want)
+	}
+}
+
+func TestTopologySpreadMessage(t *testing.T) {
+	// One node per zone; zone b's node is cordoned but still a domain.
+	p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem}, listersOf())
+	nodes := infos(node("a1", "4", "8Gi", 110, withLabels(zone, "a")), node("a2", "4", "8Gi", 110, withLabels(zone, "a")),
+		node("b1", "4", "8Gi", 110, withLabels(zone, "b"), cordoned))
+	var replicas []*v1.Pod
+	for i := range 2 {
+		replicas = append(replicas, webPod(fmt.Sprintf("web-%d", i), spreading(spread(1, zone, v1.DoNotSchedule, "app", "web"))))
+	}
+	perNode, err := place(t, p, nodes, rand.New(rand.NewPCG(1, 2)), replicas...)
+	if perNode["a1"]+perNode["a2"] != 1 {
+		t.Errorf("replicas per node %v, want 1 in zone a", perNode)
+	}
+	if want := "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match pod topology spread constraints."; err == nil || err.Error() != want {
+		t.Errorf("the second replica: %v, want %q", err, want)
 	}
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -52,7 +53,7 @@ func (c *nodeCache) touch(name string) *NodeInfo {
 
 // dropIfEmpty forgets an entry whose node is gone and which has no pods.
 func (c *nodeCache) dropIfEmpty(name string) {
-	if ni, ok := c.nodes[name]; ok && ni.Node == nil && ni.Pods == 0 {
+	if ni, ok := c.nodes[name]; ok && ni.Node == nil && len(ni.Pods) == 0 {
 		delete(c.nodes, name)
 	}
 }
@@ -86,15 +87,20 @@ func (c *nodeCache) removeLocked(key string) bool {
 }
 
 // addOrUpdatePod counts an assigned pod the informer reports; it replaces
-// the assumed copy, if any.
-func (c *nodeCache) addOrUpdatePod(pod *v1.Pod) {
+// the assumed copy, if any. It reports whether the pod is news to other
+// pods' affinity and spreading: not counted before, or only assumed, or
+// on another node or with other labels.
+func (c *nodeCache) addOrUpdatePod(pod *v1.Pod) bool {
 	key := podKey(pod)
 	info := NewPodInfo(pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	old, ok := c.pods[key]
+	news := !ok || old.assumed || old.node != pod.Spec.NodeName || !maps.Equal(old.info.Pod.Labels, pod.Labels)
 	c.removeLocked(key)
 	c.pods[key] = &podState{info: info, node: pod.Spec.NodeName}
 	c.touch(pod.Spec.NodeName).addPod(info)
+	return news
 }
 
 // removePod stops counting a pod (deleted, finished, or an assumed pod

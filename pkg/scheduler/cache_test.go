@@ -30,13 +30,13 @@ func TestCacheAssumeConfirmForget(t *testing.T) {
 	if err := c.assume(NewPodInfo(p)); err == nil {
 		t.Error("assuming a pod twice succeeded")
 	}
-	if got := snapshotOf(t, c, &s)["a"]; got.Requested.MilliCPU != 1000 || got.Pods != 1 {
-		t.Fatalf("assumed: requested %dm, %d pods; want 1000m, 1", got.Requested.MilliCPU, got.Pods)
+	if got := snapshotOf(t, c, &s)["a"]; got.Requested.MilliCPU != 1000 || len(got.Pods) != 1 {
+		t.Fatalf("assumed: requested %dm, %d pods; want 1000m, 1", got.Requested.MilliCPU, len(got.Pods))
 	}
 	// The informer confirms: counted once, not twice.
 	c.addOrUpdatePod(p)
-	if got := snapshotOf(t, c, &s)["a"]; got.Requested.MilliCPU != 1000 || got.Pods != 1 {
-		t.Fatalf("confirmed: requested %dm, %d pods; want 1000m, 1", got.Requested.MilliCPU, got.Pods)
+	if got := snapshotOf(t, c, &s)["a"]; got.Requested.MilliCPU != 1000 || len(got.Pods) != 1 {
+		t.Fatalf("confirmed: requested %dm, %d pods; want 1000m, 1", got.Requested.MilliCPU, len(got.Pods))
 	}
 	// A confirmed pod is not forgotten, nor expired.
 	c.forget("default/p")
@@ -47,8 +47,8 @@ func TestCacheAssumeConfirmForget(t *testing.T) {
 		t.Fatal("confirmed pod dropped by forget or expire")
 	}
 	c.removePod("default/p")
-	if got := snapshotOf(t, c, &s)["a"]; got.Requested.MilliCPU != 0 || got.Pods != 0 {
-		t.Fatalf("deleted: requested %dm, %d pods; want 0", got.Requested.MilliCPU, got.Pods)
+	if got := snapshotOf(t, c, &s)["a"]; got.Requested.MilliCPU != 0 || len(got.Pods) != 0 {
+		t.Fatalf("deleted: requested %dm, %d pods; want 0", got.Requested.MilliCPU, len(got.Pods))
 	}
 
 	// A failed binding forgets the assumed pod.

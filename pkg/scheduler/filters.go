@@ -15,6 +15,18 @@ type FilterPlugin interface {
 	Filter(pod *PodInfo, node *NodeInfo) []string
 }
 
+// A PreFilterPlugin is a filter that depends on the pods of other nodes.
+// Once per attempt, PreFilter looks at every node and returns the check of
+// one node; nil when the pod has nothing to check.
+type PreFilterPlugin interface {
+	Name() string
+	PreFilter(pod *PodInfo, nodes []*NodeInfo) NodeFilter
+}
+
+// NodeFilter is the check of one node in one attempt: why the pod may not
+// run there, or nothing.
+type NodeFilter func(node *NodeInfo) []string
+
 // The reasons, worded as kube-scheduler words them.
 const (
 	ReasonUnschedulable    = "node(s) were unschedulable"
@@ -33,6 +45,12 @@ func DefaultFilters() []FilterPlugin {
 		NodeUnschedulable{}, NodeReady{}, NodeName{}, TaintToleration{},
 		NodeAffinity{}, NodePorts{}, NodeResourcesFit{},
 	}
+}
+
+// DefaultPreFilters are the filters that look at other nodes' pods; they
+// run after DefaultFilters, in this order, as in Kubernetes.
+func DefaultPreFilters(l *Listers) []PreFilterPlugin {
+	return []PreFilterPlugin{PodTopologySpread{Listers: l}, InterPodAffinity{Namespaces: l.Namespaces}}
 }
 
 // tolerates reports whether the tolerations tolerate the taint. Tolerations
@@ -166,7 +184,7 @@ func (NodeResourcesFit) Name() string { return "NodeResourcesFit" }
 func (NodeResourcesFit) Filter(pod *PodInfo, node *NodeInfo) []string {
 	var reasons []string
 	alloc, used, req := &node.Allocatable, &node.Requested, &pod.Requests
-	if int64(node.Pods)+1 > alloc.AllowedPodNumber {
+	if int64(len(node.Pods))+1 > alloc.AllowedPodNumber {
 		reasons = append(reasons, ReasonTooManyPods)
 	}
 	if req.MilliCPU == 0 && req.Memory == 0 && req.EphemeralStorage == 0 && len(req.Scalar) == 0 {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"maps"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -159,6 +160,9 @@ type PodInfo struct {
 
 	requiredAffinity  nodeaffinity.RequiredNodeAffinity
 	preferredAffinity *nodeaffinity.PreferredSchedulingTerms
+
+	// The pod's inter-pod affinity and anti-affinity terms, parsed.
+	podAffinity podAffinityTerms
 }
 
 // NewPodInfo computes a pod's requests, ports and node affinity.
@@ -177,6 +181,7 @@ func NewPodInfo(pod *v1.Pod) *PodInfo {
 		// they score nothing.
 		pi.preferredAffinity, _ = nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
+	pi.podAffinity = newPodAffinityTerms(pod)
 	return pi
 }
 
@@ -188,10 +193,16 @@ type NodeInfo struct {
 	// their NonZero.
 	Requested        Resource
 	NonZeroRequested Resource
-	// Pods is how many pods the node runs (or is about to).
-	Pods int
+	// Pods are the pods the node runs (or is about to).
+	Pods []*PodInfo
 	// UsedPorts counts the pods using each host port.
 	UsedPorts map[hostPort]int
+	// podsWithAffinity counts the pods with inter-pod affinity or
+	// anti-affinity terms, podsWithRequiredAntiAffinity those with required
+	// anti-affinity: nodes without them are skipped when other pods' terms
+	// are checked.
+	podsWithAffinity             int
+	podsWithRequiredAntiAffinity int
 
 	generation int64
 }
@@ -214,13 +225,27 @@ func (n *NodeInfo) setNode(node *v1.Node) {
 	}
 }
 
-func (n *NodeInfo) addPod(pi *PodInfo)    { n.updatePod(pi, 1) }
-func (n *NodeInfo) removePod(pi *PodInfo) { n.updatePod(pi, -1) }
+func (n *NodeInfo) addPod(pi *PodInfo) {
+	n.Pods = append(n.Pods, pi)
+	n.updatePod(pi, 1)
+}
+
+func (n *NodeInfo) removePod(pi *PodInfo) {
+	if i := slices.Index(n.Pods, pi); i >= 0 {
+		n.Pods = slices.Delete(n.Pods, i, i+1)
+	}
+	n.updatePod(pi, -1)
+}
 
 func (n *NodeInfo) updatePod(pi *PodInfo, sign int64) {
 	n.Requested.plus(pi.Requests, sign)
 	n.NonZeroRequested.plus(pi.NonZero, sign)
-	n.Pods += int(sign)
+	if pi.podAffinity.any() {
+		n.podsWithAffinity += int(sign)
+	}
+	if len(pi.podAffinity.requiredAnti) > 0 {
+		n.podsWithRequiredAntiAffinity += int(sign)
+	}
 	for _, hp := range pi.HostPorts {
 		if n.UsedPorts == nil {
 			n.UsedPorts = map[hostPort]int{}
@@ -259,5 +284,6 @@ func (n *NodeInfo) clone() *NodeInfo {
 	c.Requested = n.Requested.clone()
 	c.NonZeroRequested = n.NonZeroRequested.clone()
 	c.UsedPorts = maps.Clone(n.UsedPorts)
+	c.Pods = slices.Clone(n.Pods)
 	return &c
 }

@@ -76,7 +76,7 @@ func New(cfg Config) (*Scheduler, error) {
 		client:      cfg.Client,
 		log:         cfg.Logger.With("component", "scheduler", "schedulerName", cfg.SchedulerName),
 		clock:       cfg.Clock,
-		profile:     newProfile(cfg.Score),
+		profile:     newProfile(cfg.Score, &Listers{}),
 		cache:       newNodeCache(cfg.Clock, assumedTTL),
 		rnd:         rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		factory:     informers.NewSharedInformerFactory(cfg.Client, 0),

@@ -28,6 +28,27 @@ type WeightedScore struct {
 	Weight int64
 }
 
+// A PreScorePlugin scores by what it learns from all the nodes, once per
+// attempt: PreScore returns the scorer of the nodes that passed the
+// filters (feasible), nil when they would all score the same.
+type PreScorePlugin interface {
+	Name() string
+	PreScore(pod *PodInfo, feasible, all []*NodeInfo) *NodeScorer
+}
+
+// NodeScorer scores the nodes of one attempt: Score rates each node,
+// Normalize rescales the raw scores to 0-MaxNodeScore.
+type NodeScorer struct {
+	Score     func(node *NodeInfo) int64
+	Normalize func(scores []int64)
+}
+
+// WeightedPreScore is a PreScorePlugin and its weight in the total.
+type WeightedPreScore struct {
+	Plugin PreScorePlugin
+	Weight int64
+}
+
 // DefaultScores are the score plugins of a profile, with Kubernetes'
 // default weights: the resource strategy 1, taints 3, node affinity 2.
 func DefaultScores(sc ScoreConfig) []WeightedScore {
@@ -35,6 +56,15 @@ func DefaultScores(sc ScoreConfig) []WeightedScore {
 		{Plugin: ResourceScore{Strategy: sc.Strategy, Resources: sc.Resources}, Weight: 1},
 		{Plugin: TaintTolerationScore{}, Weight: 3},
 		{Plugin: NodeAffinityScore{}, Weight: 2},
+	}
+}
+
+// DefaultPreScores are the scores that look at other nodes' pods, with
+// Kubernetes' default weights: 2 each.
+func DefaultPreScores(l *Listers) []WeightedPreScore {
+	return []WeightedPreScore{
+		{Plugin: PodTopologySpread{Listers: l}, Weight: 2},
+		{Plugin: InterPodAffinity{Namespaces: l.Namespaces}, Weight: 2},
 	}
 }
 
