@@ -42,12 +42,18 @@
 // SyncPeriod to repair outside damage. Cleanup deletes the nftables
 // table, the jump rules and the MINIK8S- chains.
 //
+// Beyond rules, Start turns on net.ipv4.conf.all.route_localnet in the
+// node's namespace for localhost NodePorts (unless
+// Config.LocalhostNodePorts is false), and Cleanup turns it off.
+//
 // # Rules (nftables)
 //
 //	nat-prerouting, nat-output   jump services (traffic from pods and
 //	                             from the node itself)
 //	services                     daddr . proto . port  vmap @service-ips
-//	                             fib daddr type local: proto . port vmap @service-nodeports
+//	                             fib daddr type local but 127.0.0.0/8,
+//	                             and 127.0.0.0/8 from a local source:
+//	                             proto . port vmap @service-nodeports
 //	svc-...                      one per service port, the ClusterIP's:
 //	                             mark from outside ClusterCIDR, affinity
 //	                             lookups, then numgen random mod N vmap
@@ -63,17 +69,28 @@
 //	                             itself), record affinity, dnat
 //	nat-postrouting              masquerade what was marked
 //	filter-prerouting/-output    reject new connections to service
-//	                             ports without endpoints (tcp reset,
-//	                             icmp port-unreachable otherwise) so
-//	                             they fail at once instead of timing out
+//	                             ports without endpoints (goto refuse:
+//	                             tcp reset, icmp port-unreachable
+//	                             otherwise) so they fail at once
+//	                             instead of timing out
+//	filter-forward,              after DNAT (priority dstnat+10 in
+//	filter-output-post-dnat      output), new connections jump to
+//	                             cluster-ips-check: still addressed to
+//	                             one of @cluster-ips (a port its Service
+//	                             does not define) or to ServiceCIDR (no
+//	                             Service's address): goto refuse
+//	filter-input                 the localnet guard: drop what comes for
+//	                             127.0.0.0/8 from another interface than
+//	                             lo, but replies and what was DNATed
 //
 // # Rules (iptables)
 //
 //	nat MINIK8S-SERVICES         from PREROUTING and OUTPUT: one rule per
 //	                             ClusterIP/externalIP and port, -j the
 //	                             service port's MINIK8S-SVC-<hash>; last,
-//	                             -m addrtype --dst-type LOCAL -j
-//	                             MINIK8S-NODEPORTS
+//	                             ! -d 127.0.0.0/8 -m addrtype --dst-type
+//	                             LOCAL, and -d 127.0.0.0/8 -m addrtype
+//	                             --src-type LOCAL, -j MINIK8S-NODEPORTS
 //	nat MINIK8S-NODEPORTS        per NodePort: -j MINIK8S-MARK-MASQ, then
 //	                             -j MINIK8S-SVC-<hash> (or -EXT-); only the
 //	                             latter with externalTrafficPolicy Local
@@ -97,16 +114,29 @@
 //	                             conntrack state NEW: DROP what is marked
 //	                             0x8000 (left untranslated); REJECT (tcp-reset,
 //	                             icmp-port-unreachable otherwise) service
-//	                             ports without endpoints; local
-//	                             destinations go on to MINIK8S-EXTERNAL
+//	                             ports without endpoints; -j
+//	                             MINIK8S-REFUSE what is still addressed to
+//	                             a ClusterIP (after DNAT: a port it does
+//	                             not define), one rule per ClusterIP
+//	                             outside ServiceCIDR and one for
+//	                             ServiceCIDR; NodePort destinations (as
+//	                             in nat) go on to MINIK8S-EXTERNAL
 //	filter MINIK8S-EXTERNAL      REJECT NodePorts without endpoints
+//	filter MINIK8S-REFUSE        REJECT: tcp-reset, else
+//	                             icmp-port-unreachable
+//	filter MINIK8S-FIREWALL      from INPUT: the localnet guard, ! -i lo
+//	                             -d 127.0.0.0/8 -m conntrack ! --ctstate
+//	                             RELATED,ESTABLISHED,DNAT -j DROP
 //
 // Hashes are of the service port ("namespace/name/proto/port") and of
 // the endpoint, so a chain's name is stable across syncs and restarts.
 // The nftables mode rejects in a prerouting hook before DNAT; iptables
 // has no filter prerouting, so the rejects sit where the unanswered
 // packet goes next: FORWARD (the service CIDR is routed onto the pod
-// bridge), INPUT (a NodePort) and OUTPUT (from the node).
+// bridge), INPUT (a NodePort) and OUTPUT (from the node). Refusals of
+// TCP are resets in both modes: a pod's packet for the service CIDR is
+// routed back onto the pod bridge, the kernel sends the pod a redirect,
+// and may then rate-limit an ICMP error to it.
 //
 // # Behaviour
 //
@@ -121,6 +151,23 @@
 // Endpoints are the ready ones; when none is ready, serving and
 // terminating ones are used, as Kubernetes does. Only IPv4 is
 // programmed.
+//
+// A new connection to a ClusterIP on a port its Service does not define,
+// or to an address of Config.ServiceCIDR that is no Service's, is
+// refused at once, from pods and from the node, as kube-proxy's nftables
+// mode does (it drops the latter); without the proxy it would go onto the
+// pod bridge and fail after seconds of ARP.
+//
+// NodePorts answer the node itself on 127.0.0.0/8 (Config.LocalhostNodePorts,
+// default true), as kube-proxy's iptables mode does: the NodePort
+// dispatch takes 127.0.0.0/8 from a local source only, the connection is
+// masqueraded (127.0.0.1 cannot leave the node), and route_localnet lets
+// it leave and its replies back in. With route_localnet on, another host
+// could reach what listens on the node's loopback; the localnet guard
+// drops what comes for 127.0.0.0/8 from anywhere but lo, unless it is a
+// reply or was DNATed there. Unlike kube-proxy's iptables mode, a packet
+// from another host for 127.0.0.1:<nodePort> is not DNATed either: the
+// guard drops it.
 //
 // # Traffic policies
 //

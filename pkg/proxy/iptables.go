@@ -8,6 +8,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -68,6 +69,8 @@ const (
 	iptMarkMasq    = "MINIK8S-MARK-MASQ"   // nat
 	iptMarkDrop    = "MINIK8S-MARK-DROP"   // nat: filter drops what it marks
 	iptExternal    = "MINIK8S-EXTERNAL"    // filter: NodePorts without endpoints
+	iptFirewall    = "MINIK8S-FIREWALL"    // filter: the localnet guard
+	iptRefuse      = "MINIK8S-REFUSE"      // filter: tcp reset, else icmp port unreachable
 	iptSvcPrefix   = "MINIK8S-SVC-"
 	iptSepPrefix   = "MINIK8S-SEP-"
 	iptExtPrefix   = "MINIK8S-EXT-"
@@ -77,7 +80,7 @@ const (
 
 // iptFixed are the chains every sync declares, by table, in order.
 var iptFixed = map[string][]string{
-	"filter": {iptServices, iptExternal},
+	"filter": {iptServices, iptExternal, iptFirewall, iptRefuse},
 	"nat":    {iptServices, iptNodePorts, iptPostrouting, iptMarkMasq, iptMarkDrop},
 }
 
@@ -98,6 +101,8 @@ var iptJumps = func() []iptJump {
 	// Only new connections are refused; what conntrack already knows
 	// was translated when its Service had endpoints.
 	filter := slices.Concat([]string{"-m", "conntrack", "--ctstate", "NEW"}, comment, []string{"-j", iptServices})
+	// The guard sees every packet, whatever its state.
+	firewall := slices.Concat(comment, []string{"-j", iptFirewall})
 	return []iptJump{
 		{"nat", "PREROUTING", nat},
 		{"nat", "OUTPUT", nat},
@@ -105,6 +110,7 @@ var iptJumps = func() []iptJump {
 		{"filter", "INPUT", filter},
 		{"filter", "FORWARD", filter},
 		{"filter", "OUTPUT", filter},
+		{"filter", "INPUT", firewall},
 	}
 }()
 
@@ -123,7 +129,7 @@ func (c iptChains) add(table, chain string) {
 type iptablesBackend struct {
 	run                     Runner
 	iptables, save, restore string // the commands
-	clusterCIDR             string
+	rules                   ruleConfig
 	// written holds the rules of each per-service chain as the last
 	// sync left them; nil: unknown.
 	written map[string]string
@@ -134,8 +140,8 @@ var _ backend = (*iptablesBackend)(nil)
 
 // newIPTables finds iptables, iptables-save and iptables-restore (run
 // may replace them) and checks that iptables works in netns.
-func newIPTables(netns string, run Runner, clusterCIDR string) (*iptablesBackend, error) {
-	b := &iptablesBackend{run: run, iptables: "iptables", save: "iptables-save", restore: "iptables-restore", clusterCIDR: clusterCIDR}
+func newIPTables(netns string, run Runner, rules ruleConfig) (*iptablesBackend, error) {
+	b := &iptablesBackend{run: run, iptables: "iptables", save: "iptables-save", restore: "iptables-restore", rules: rules}
 	if run == nil {
 		for _, cmd := range []*string{&b.iptables, &b.save, &b.restore} {
 			path, err := exec.LookPath(*cmd)
@@ -167,7 +173,7 @@ func (b *iptablesBackend) sync(ctx context.Context, ports []servicePort, full bo
 		prev = nil
 	}
 	b.buf.Reset()
-	next := renderIPTables(&b.buf, ports, b.clusterCIDR, prev, existing)
+	next := renderIPTables(&b.buf, ports, b.rules, prev, existing)
 	if _, err := b.run.Run(ctx, b.buf.Bytes(), b.restore, "-w", xtablesWait, "--noflush"); err != nil {
 		b.written = nil // start over next time
 		return fmt.Errorf("iptables-restore (%d bytes): %w", b.buf.Len(), err)
@@ -331,7 +337,8 @@ func (r *iptRenderer) serviceChain(name string) {
 // the per-service chains it leaves, with their rules. prev are those
 // the tables hold now (nil: unknown, all are written); chains in prev
 // or existing that are not wanted any more are flushed and deleted.
-func renderIPTables(w *bytes.Buffer, ports []servicePort, clusterCIDR string, prev map[string]string, existing iptChains) map[string]string {
+func renderIPTables(w *bytes.Buffer, ports []servicePort, cfg ruleConfig, prev map[string]string, existing iptChains) map[string]string {
+	clusterCIDR := cfg.clusterCIDR
 	r := &iptRenderer{prev: prev, next: map[string]string{}}
 	r.filter.chains = slices.Clone(iptFixed["filter"])
 	r.nat.chains = slices.Clone(iptFixed["nat"])
@@ -342,13 +349,36 @@ func renderIPTables(w *bytes.Buffer, ports []servicePort, clusterCIDR string, pr
 	// untranslated, is dropped by filter.
 	nat.rule(iptMarkDrop, "-j", "MARK", "--or-mark", dropMark)
 	filter.rule(iptServices, "-m", "mark", "--mark", dropMark+"/"+dropMark, "-j", "DROP")
+	// The localnet guard: with route_localnet on, a packet for
+	// 127.0.0.0/8 from another host is no longer a martian; only replies
+	// and what was DNATed there may come in.
+	filter.rule(iptFirewall, "!", "-i", "lo", "-d", loopbackCIDR, "-m", "comment", "--comment", `"block incoming localnet connections"`,
+		"-m", "conntrack", "!", "--ctstate", "RELATED,ESTABLISHED,DNAT", "-j", "DROP")
+	// A reset, not an ICMP error: the kernel may rate-limit that one to a
+	// pod it has just sent a redirect (a pod's packet for the service
+	// CIDR is routed back onto the pod bridge).
+	filter.rule(iptRefuse, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset")
+	filter.rule(iptRefuse, "-j", "REJECT", "--reject-with", "icmp-port-unreachable")
+	var serviceCIDR netip.Prefix
+	if cfg.serviceCIDR != "" {
+		serviceCIDR = netip.MustParsePrefix(cfg.serviceCIDR)
+	}
 	notCluster := []string{}
 	if clusterCIDR != "" {
 		notCluster = []string{"!", "-s", clusterCIDR}
 	}
-	var nodePorts, externals bytes.Buffer
+	var nodePorts, externals, clusterIPs bytes.Buffer
+	seenClusterIPs := map[string]bool{}
 	for i := range ports {
 		sp := &ports[i]
+		if sp.clusterIP != "" && !seenClusterIPs[sp.clusterIP] && !serviceCIDR.Contains(netip.MustParseAddr(sp.clusterIP)) {
+			// Left untranslated, a packet for a ClusterIP matched none
+			// of its Service's ports. (The service CIDR's rule below
+			// refuses those in it.)
+			seenClusterIPs[sp.clusterIP] = true
+			writeRule(&clusterIPs, iptServices, "-d", sp.clusterIP+"/32", "-m", "comment", "--comment",
+				`"`+sp.namespace+"/"+sp.name+` has no such port"`, "-j", iptRefuse)
+		}
 		proto := sp.proto
 		port := strconv.Itoa(int(sp.port))
 		nodePort := strconv.Itoa(int(sp.nodePort))
@@ -460,11 +490,24 @@ func renderIPTables(w *bytes.Buffer, ports []servicePort, clusterCIDR string, pr
 			r.serviceChain(sep)
 		}
 	}
+	filter.rules.Write(clusterIPs.Bytes())
+	if cfg.serviceCIDR != "" {
+		filter.rule(iptServices, "-d", cfg.serviceCIDR, "-m", "comment", "--comment", `"no Service has this address and port"`, "-j", iptRefuse)
+	}
 	// NodePorts last: a ClusterIP or externalIP that is also a local
-	// address matches above first, as in the nftables mode.
-	nat.rule(iptServices, "-m", "addrtype", "--dst-type", "LOCAL", "-j", iptNodePorts)
+	// address matches above first, as in the nftables mode. On
+	// 127.0.0.0/8 only for the node itself (a local source).
+	nodePortMatches := [][]string{{"!", "-d", loopbackCIDR, "-m", "addrtype", "--dst-type", "LOCAL"}}
+	if cfg.localhostNodePorts {
+		nodePortMatches = append(nodePortMatches, []string{"-d", loopbackCIDR, "-m", "addrtype", "--src-type", "LOCAL"})
+	}
+	for _, m := range nodePortMatches {
+		nat.rule(iptServices, slices.Concat(m, []string{"-j", iptNodePorts})...)
+	}
 	nat.rules.Write(nodePorts.Bytes())
-	filter.rule(iptServices, "-m", "addrtype", "--dst-type", "LOCAL", "-j", iptExternal)
+	for _, m := range nodePortMatches {
+		filter.rule(iptServices, slices.Concat(m, []string{"-j", iptExternal})...)
+	}
 	filter.rules.Write(externals.Bytes())
 
 	for _, table := range iptTables {

@@ -118,7 +118,7 @@ func TestRenderIPTables(t *testing.T) {
 			"-A MINIK8S-POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE",
 			"-A MINIK8S-MARK-MASQ -j MARK --or-mark 0x4000",
 		},
-		hasNot: []string{"-A MINIK8S-NODEPORTS -p", "REJECT", "-m recent"},
+		hasNot: []string{"-A MINIK8S-NODEPORTS -p", id + `" -j REJECT`, "-m recent"},
 	}, {
 		name: "three endpoints: 1/3, then 1/2 of the rest, then the rest",
 		svcs: []*corev1.Service{service("web", "10.96.0.10", web)},
@@ -141,7 +141,9 @@ func TestRenderIPTables(t *testing.T) {
 		svcs: []*corev1.Service{service("web", "10.96.0.10", web, nodePort)},
 		eps:  []*discoveryv1.EndpointSlice{webEPs},
 		want: []string{
-			"-A MINIK8S-SERVICES -m addrtype --dst-type LOCAL -j MINIK8S-NODEPORTS",
+			"-A MINIK8S-SERVICES ! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j MINIK8S-NODEPORTS",
+			// Localhost NodePorts, for the node itself only.
+			"-A MINIK8S-SERVICES -d 127.0.0.0/8 -m addrtype --src-type LOCAL -j MINIK8S-NODEPORTS",
 			`-A MINIK8S-NODEPORTS -p tcp -m tcp --dport 30080 ! -s 10.244.0.0/16 -m comment --comment "` + id + `" -j MINIK8S-MARK-MASQ`,
 			`-A MINIK8S-NODEPORTS -p tcp -m tcp --dport 30080 -m comment --comment "` + id + `" -j ` + svc,
 		},
@@ -152,10 +154,23 @@ func TestRenderIPTables(t *testing.T) {
 		want: []string{
 			`-A MINIK8S-SERVICES -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -m comment --comment "` + id + `" -j REJECT --reject-with tcp-reset`,
 			`-A MINIK8S-SERVICES -d 10.96.0.53/32 -p udp -m udp --dport 53 -m comment --comment "default/dns/udp/53" -j REJECT --reject-with icmp-port-unreachable`,
-			"-A MINIK8S-SERVICES -m addrtype --dst-type LOCAL -j MINIK8S-EXTERNAL",
+			"-A MINIK8S-SERVICES ! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j MINIK8S-EXTERNAL",
+			"-A MINIK8S-SERVICES -d 127.0.0.0/8 -m addrtype --src-type LOCAL -j MINIK8S-EXTERNAL",
 			`-A MINIK8S-EXTERNAL -p tcp -m tcp --dport 30080 -m comment --comment "` + id + `" -j REJECT --reject-with tcp-reset`,
 		},
-		hasNot: []string{"MINIK8S-SVC-", "DNAT", "--dport 30080 ! -s"},
+		hasNot: []string{"MINIK8S-SVC-", "-j DNAT", "--dport 30080 ! -s"},
+	}, {
+		name: "ports a ClusterIP does not define are refused in filter, once per ClusterIP",
+		svcs: []*corev1.Service{service("web", "10.96.0.10", []corev1.ServicePort{port("http", corev1.ProtocolTCP, 80, 0), port("https", corev1.ProtocolTCP, 443, 0)}),
+			service("empty", "10.96.0.11", web)},
+		eps: []*discoveryv1.EndpointSlice{webEPs},
+		want: []string{
+			`-A MINIK8S-SERVICES -d 10.96.0.10/32 -m comment --comment "default/web has no such port" -j MINIK8S-REFUSE`,
+			`-A MINIK8S-SERVICES -d 10.96.0.11/32 -m comment --comment "default/empty has no such port" -j MINIK8S-REFUSE`,
+			"-A MINIK8S-REFUSE -p tcp -j REJECT --reject-with tcp-reset",
+			"-A MINIK8S-REFUSE -j REJECT --reject-with icmp-port-unreachable",
+		},
+		hasNot: []string{"no Service has this address"}, // no ServiceCIDR
 	}, {
 		name: "session affinity ClientIP",
 		svcs: []*corev1.Service{service("web", "10.96.0.10", web, func(s *corev1.Service) {
@@ -179,7 +194,7 @@ func TestRenderIPTables(t *testing.T) {
 		name:   "headless services are skipped",
 		svcs:   []*corev1.Service{service("db", "None", web)},
 		eps:    []*discoveryv1.EndpointSlice{slice("db", []string{"10.244.1.2"}, epPort("http", corev1.ProtocolTCP, 8080))},
-		hasNot: []string{"DNAT", "REJECT"},
+		hasNot: []string{"-j DNAT", `" -j REJECT`, "-j MINIK8S-REFUSE"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,6 +206,9 @@ func TestRenderIPTables(t *testing.T) {
 				t.Fatalf("%d restores, want 1", len(run.restores))
 			}
 			checkRules(t, run.restores[0], tt.want, tt.has, tt.hasNot)
+			if n := strings.Count(run.restores[0], "-d 10.96.0.10/32 -m comment"); n > 1 {
+				t.Errorf("10.96.0.10 refused by %d rules, want one:\n%s", n, run.restores[0])
+			}
 		})
 	}
 }
@@ -209,8 +227,14 @@ func TestIPTablesRestoreShape(t *testing.T) {
 	want := `*filter
 :MINIK8S-SERVICES - [0:0]
 :MINIK8S-EXTERNAL - [0:0]
+:MINIK8S-FIREWALL - [0:0]
+:MINIK8S-REFUSE - [0:0]
 -A MINIK8S-SERVICES -m mark --mark 0x8000/0x8000 -j DROP
--A MINIK8S-SERVICES -m addrtype --dst-type LOCAL -j MINIK8S-EXTERNAL
+-A MINIK8S-FIREWALL ! -i lo -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
+-A MINIK8S-REFUSE -p tcp -j REJECT --reject-with tcp-reset
+-A MINIK8S-REFUSE -j REJECT --reject-with icmp-port-unreachable
+-A MINIK8S-SERVICES ! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j MINIK8S-EXTERNAL
+-A MINIK8S-SERVICES -d 127.0.0.0/8 -m addrtype --src-type LOCAL -j MINIK8S-EXTERNAL
 COMMIT
 *nat
 :MINIK8S-SERVICES - [0:0]
@@ -221,7 +245,8 @@ COMMIT
 -A MINIK8S-MARK-MASQ -j MARK --or-mark 0x4000
 -A MINIK8S-POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE
 -A MINIK8S-MARK-DROP -j MARK --or-mark 0x8000
--A MINIK8S-SERVICES -m addrtype --dst-type LOCAL -j MINIK8S-NODEPORTS
+-A MINIK8S-SERVICES ! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j MINIK8S-NODEPORTS
+-A MINIK8S-SERVICES -d 127.0.0.0/8 -m addrtype --src-type LOCAL -j MINIK8S-NODEPORTS
 COMMIT
 `
 	if len(run.restores) != 2 || run.restores[1] != want {
@@ -234,6 +259,7 @@ COMMIT
 		"filter INPUT -m conntrack --ctstate NEW -m comment --comment minik8s service proxy -j MINIK8S-SERVICES",
 		"filter FORWARD -m conntrack --ctstate NEW -m comment --comment minik8s service proxy -j MINIK8S-SERVICES",
 		"filter OUTPUT -m conntrack --ctstate NEW -m comment --comment minik8s service proxy -j MINIK8S-SERVICES",
+		"filter INPUT -m comment --comment minik8s service proxy -j MINIK8S-FIREWALL",
 	}
 	if !slices.Equal(run.jumps, wantJumps) {
 		t.Errorf("jumps:\n%s\nwant:\n%s", strings.Join(run.jumps, "\n"), strings.Join(wantJumps, "\n"))
@@ -316,7 +342,7 @@ func TestIPTablesServiceDeleteRemovesChains(t *testing.T) {
 			t.Errorf("second restore writes rules into deleted %s:\n%s", c, second)
 		}
 	}
-	for _, gone := range []string{"10.96.0.10", "30080", "DNAT", "LEFTOVER"} {
+	for _, gone := range []string{"10.96.0.10", "30080", "-j DNAT", "LEFTOVER"} {
 		if strings.Contains(second, gone) {
 			t.Errorf("%q left after the service was deleted:\n%s", gone, second)
 		}

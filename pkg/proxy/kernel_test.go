@@ -39,7 +39,7 @@ func kernelProxier(tb testing.TB, mode Mode) (*Proxier, string) {
 		tb.Fatalf("create netns: %v", err)
 	}
 	tb.Cleanup(func() { _ = network.RemoveNamedNetNS(network.DefaultNetNSDir, name) })
-	p, err := New(Config{Client: fake.NewClientset(), HostNetNS: path, ClusterCIDR: "10.244.0.0/16", Mode: mode})
+	p, err := New(Config{Client: fake.NewClientset(), HostNetNS: path, ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12", Mode: mode})
 	if err != nil {
 		tb.Fatal(err)
 	}

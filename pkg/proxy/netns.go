@@ -82,3 +82,20 @@ func enableBridgeNetfilter(netns string) error {
 		return os.WriteFile(path, []byte("1"), 0o644)
 	})
 }
+
+// setRouteLocalnet sets net.ipv4.conf.all.route_localnet in netns: on,
+// the kernel routes packets from and to 127.0.0.0/8 like any others, so
+// a connection to 127.0.0.1 that a NodePort DNATs to a pod leaves the
+// node, and the pod's replies come back in.
+func setRouteLocalnet(netns string, on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	return network.InNetNS(netns, func() error {
+		if err := os.WriteFile("/proc/sys/net/ipv4/conf/all/route_localnet", []byte(v), 0o644); err != nil {
+			return fmt.Errorf("set route_localnet: %w", err)
+		}
+		return nil
+	})
+}

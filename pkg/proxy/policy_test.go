@@ -74,7 +74,7 @@ var policyCases = []policyCase{{
 		"-A MINIK8S-MARK-DROP -j MARK --or-mark 0x8000",
 		"-A MINIK8S-SERVICES -m mark --mark 0x8000/0x8000 -j DROP",
 	},
-	avoidIPT: []string{"DNAT", "REJECT"},
+	avoidIPT: []string{"-j DNAT", `"default/web/tcp/80" -j REJECT`},
 }, {
 	name:  "external Local NodePort: this node's endpoints, not masqueraded; pods and the node as ClusterIP",
 	tweak: []func(*corev1.Service){nodePortType, externalLocal},
@@ -115,7 +115,7 @@ var policyCases = []policyCase{{
 		"-A EXT -m addrtype --src-type LOCAL -g SVC",
 		"-A EXT -j MINIK8S-MARK-DROP",
 	},
-	avoidIPT: []string{"-A EXT -m comment", "REJECT"},
+	avoidIPT: []string{"-A EXT -m comment", `"default/web/tcp/80" -j REJECT`},
 }, {
 	name:  "mixed: internal Local, external Cluster: the NodePort reaches every endpoint, masqueraded",
 	tweak: []func(*corev1.Service){nodePortType, internalLocal},
@@ -128,7 +128,7 @@ var policyCases = []policyCase{{
 		"add rule ip minik8s-proxy NP goto EXT",
 		"add element ip minik8s-proxy service-nodeports { tcp . 30080 : goto NP }",
 	},
-	avoid: []string{"fib saddr"},
+	avoid: []string{"EXT fib saddr"},
 	wantIPT: []string{
 		`-A MINIK8S-NODEPORTS -p tcp -m tcp --dport 30080 ! -s 10.244.0.0/16 -m comment --comment "default/web/tcp/80" -j MINIK8S-MARK-MASQ`,
 		`-A MINIK8S-NODEPORTS -p tcp -m tcp --dport 30080 -m comment --comment "default/web/tcp/80" -j EXT`,
@@ -137,7 +137,7 @@ var policyCases = []policyCase{{
 		`-A EXT -m comment --comment "default/web/tcp/80 -> 10.244.2.3:8080" -j SEP2`,
 		":SEP2 - [0:0]",
 	},
-	avoidIPT: []string{"--src-type LOCAL"},
+	avoidIPT: []string{"-A EXT -m addrtype --src-type LOCAL"},
 }, {
 	name: "mixed: both Local, externalIPs too, with affinity",
 	tweak: []func(*corev1.Service){nodePortType, internalLocal, externalLocal, func(s *corev1.Service) {
@@ -169,7 +169,7 @@ var policyCases = []policyCase{{
 		"add rule ip minik8s-proxy NP goto SVC",
 		"add rule ip minik8s-proxy SVC numgen random mod 2 vmap { 0 : goto EP1 , 1 : goto EP2 }",
 	},
-	avoid: []string{"EXT", "drop"},
+	avoid: []string{"EXT", "SVC drop"},
 	wantIPT: []string{
 		`-A MINIK8S-SERVICES -d 192.0.2.7/32 -p tcp -m tcp --dport 80 -m comment --comment "default/web/tcp/80" -j SVC`,
 		`-A MINIK8S-NODEPORTS -p tcp -m tcp --dport 30080 -m comment --comment "default/web/tcp/80" -j SVC`,

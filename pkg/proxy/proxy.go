@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os/exec"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 
 	"github.com/minik8s/minik8s/pkg/kubelet/network"
@@ -31,6 +33,16 @@ type Config struct {
 	// ClusterCIDR is the pod network: connections from outside it to a
 	// Service are masqueraded. Empty: only NodePort connections are.
 	ClusterCIDR string
+	// ServiceCIDR is where ClusterIPs are allocated (IPv4): a connection
+	// to an address in it that is no Service's ClusterIP is refused at
+	// once, as one to a port a ClusterIP does not define is. Empty: only
+	// the latter.
+	ServiceCIDR string
+	// LocalhostNodePorts makes NodePorts answer the node itself on
+	// 127.0.0.0/8, as kube-proxy's iptables mode does: Start turns on
+	// net.ipv4.conf.all.route_localnet in the node's namespace. Default
+	// true; false leaves the sysctl alone.
+	LocalhostNodePorts *bool
 	// MinSyncPeriod coalesces changes: at most one sync per period
 	// (default 200ms).
 	MinSyncPeriod time.Duration
@@ -85,6 +97,17 @@ func New(cfg Config) (*Proxier, error) {
 	if cfg.SyncPeriod <= 0 {
 		cfg.SyncPeriod = time.Minute
 	}
+	if cfg.LocalhostNodePorts == nil {
+		cfg.LocalhostNodePorts = ptr.To(true)
+	}
+	rules := ruleConfig{clusterCIDR: cfg.ClusterCIDR, localhostNodePorts: *cfg.LocalhostNodePorts}
+	if cfg.ServiceCIDR != "" {
+		cidr, err := netip.ParsePrefix(cfg.ServiceCIDR)
+		if err != nil || !cidr.Addr().Is4() {
+			return nil, fmt.Errorf("proxy: service CIDR %q is not an IPv4 CIDR", cfg.ServiceCIDR)
+		}
+		rules.serviceCIDR = cidr.Masked().String()
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -98,11 +121,11 @@ func New(cfg Config) (*Proxier, error) {
 				return err
 			}
 		}
-		p.mode, p.backend = ModeNFTables, &nftBackend{nft: nft, clusterCIDR: cfg.ClusterCIDR}
+		p.mode, p.backend = ModeNFTables, &nftBackend{nft: nft, rules: rules}
 		return nil
 	}
 	useIPTables := func() error {
-		b, err := newIPTables(cfg.HostNetNS, cfg.Runner, cfg.ClusterCIDR)
+		b, err := newIPTables(cfg.HostNetNS, cfg.Runner, rules)
 		if err != nil {
 			return err
 		}
@@ -139,12 +162,13 @@ func (p *Proxier) Mode() Mode { return p.mode }
 // Cleanup removes what either mode leaves in the namespace at netns (the
 // process's own when empty): the nftables table, and the iptables jump
 // rules and chains. A missing piece, or a missing nft or iptables, is
-// not an error.
+// not an error. It turns route_localnet off too: without the proxy's
+// guard, it would let other hosts reach the node's loopback services.
 func Cleanup(ctx context.Context, netns string) error {
 	if err := network.InNetNS(netns, func() error { return nil }); err != nil {
 		return err
 	}
-	return errors.Join(cleanupNFT(ctx, netns), cleanupIPTables(ctx, netns))
+	return errors.Join(cleanupNFT(ctx, netns), cleanupIPTables(ctx, netns), setRouteLocalnet(netns, false))
 }
 
 // cleanupNFT deletes the nftables table, if nft works and it is there.
@@ -167,7 +191,7 @@ func cleanupNFT(ctx context.Context, netns string) error {
 
 // cleanupIPTables deletes the jump rules and chains, if iptables works.
 func cleanupIPTables(ctx context.Context, netns string) error {
-	b, err := newIPTables(netns, nil, "")
+	b, err := newIPTables(netns, nil, ruleConfig{})
 	if err != nil {
 		return nil // nothing can have been written with it
 	}
@@ -178,12 +202,7 @@ func cleanupIPTables(ctx context.Context, netns string) error {
 // in step until ctx ends.
 func (p *Proxier) Start(ctx context.Context) error {
 	if p.cfg.NFT == nil && p.cfg.Runner == nil {
-		if err := enableBridgeNetfilter(p.cfg.HostNetNS); err != nil {
-			p.log.Warn("bridged traffic will bypass conntrack", "err", err)
-		}
-		if err := p.cleanupOtherMode(ctx); err != nil {
-			p.log.Warn("remove the other mode's rules", "err", err)
-		}
+		p.prepareNode(ctx)
 	}
 	factory := informers.NewSharedInformerFactory(p.cfg.Client, 0)
 	svcs := factory.Core().V1().Services()
@@ -248,6 +267,23 @@ func (p *Proxier) Start(ctx context.Context) error {
 	}
 }
 
+// prepareNode readies the node's namespace for the rules: bridged
+// traffic through conntrack, route_localnet for localhost NodePorts, and
+// no rules of the other mode. What fails is logged: the rest still works.
+func (p *Proxier) prepareNode(ctx context.Context) {
+	if err := enableBridgeNetfilter(p.cfg.HostNetNS); err != nil {
+		p.log.Warn("bridged traffic will bypass conntrack", "err", err)
+	}
+	if *p.cfg.LocalhostNodePorts {
+		if err := setRouteLocalnet(p.cfg.HostNetNS, true); err != nil {
+			p.log.Warn("NodePorts will not answer on 127.0.0.1", "err", err)
+		}
+	}
+	if err := p.cleanupOtherMode(ctx); err != nil {
+		p.log.Warn("remove the other mode's rules", "err", err)
+	}
+}
+
 // cleanupOtherMode removes what the other mode left (a node that changed
 // modes): those rules would catch the same traffic first.
 func (p *Proxier) cleanupOtherMode(ctx context.Context) error {
@@ -272,16 +308,16 @@ func (p *Proxier) sync(ctx context.Context, svcs []*corev1.Service, eps []*disco
 // of changed service ports and the maps on each sync, all of it on a full
 // one.
 type nftBackend struct {
-	nft         knftables.Interface
-	clusterCIDR string
-	state       *tableState // what the table holds; nil: unknown
+	nft   knftables.Interface
+	rules ruleConfig
+	state *tableState // what the table holds; nil: unknown
 }
 
 var _ backend = (*nftBackend)(nil)
 
 func (b *nftBackend) sync(ctx context.Context, ports []servicePort, full bool) error {
 	tx := b.nft.NewTransaction()
-	next := render(tx, ports, b.clusterCIDR, b.state, full)
+	next := render(tx, ports, b.rules, b.state, full)
 	if err := b.nft.Run(ctx, tx); err != nil {
 		b.state = nil // start over next time
 		return fmt.Errorf("nft transaction (%d operations): %w", tx.NumOperations(), err)

@@ -31,21 +31,45 @@ const DefaultAffinityTimeout = 10800 * time.Second
 
 // Fixed chains, maps and sets.
 const (
-	chainNATPrerouting    = "nat-prerouting"
-	chainNATOutput        = "nat-output"
-	chainNATPostrouting   = "nat-postrouting"
-	chainFilterPrerouting = "filter-prerouting"
-	chainFilterOutput     = "filter-output"
-	chainServices         = "services"
-	chainRejectServices   = "reject-services"
-	chainReject           = "refuse"
-	chainMarkForMasq      = "mark-for-masquerade"
+	chainNATPrerouting        = "nat-prerouting"
+	chainNATOutput            = "nat-output"
+	chainNATPostrouting       = "nat-postrouting"
+	chainFilterPrerouting     = "filter-prerouting"
+	chainFilterInput          = "filter-input"
+	chainFilterForward        = "filter-forward"
+	chainFilterOutput         = "filter-output"
+	chainFilterOutputPostDNAT = "filter-output-post-dnat"
+	chainServices             = "services"
+	chainRejectServices       = "reject-services"
+	chainClusterIPsCheck      = "cluster-ips-check"
+	chainReject               = "refuse"
+	chainMarkForMasq          = "mark-for-masquerade"
 
 	mapServiceIPs       = "service-ips"
 	mapServiceNodePorts = "service-nodeports"
 	setNoEndpointIPs    = "no-endpoint-services"
 	setNoEndpointPorts  = "no-endpoint-nodeports"
+	setClusterIPs       = "cluster-ips"
 )
+
+// loopbackCIDR is 127.0.0.0/8: NodePorts answer there to the node
+// itself only, and the localnet guard drops what else comes for it.
+const loopbackCIDR = "127.0.0.0/8"
+
+// ruleConfig is what the rules of both modes depend on besides the
+// service ports.
+type ruleConfig struct {
+	// clusterCIDR is the pod network; empty: every NodePort connection
+	// is masqueraded.
+	clusterCIDR string
+	// serviceCIDR is where ClusterIPs are allocated: an address in it
+	// that is no Service's ClusterIP is refused too. Empty: only the
+	// ports ClusterIPs do not define are.
+	serviceCIDR string
+	// localhostNodePorts: the node's own connections to 127.0.0.0/8 reach
+	// NodePorts (route_localnet is on).
+	localhostNodePorts bool
+}
 
 // servicePort is one port of one Service, with what it leads to: the
 // unit the rules are written for.
@@ -287,8 +311,10 @@ func chainName(prefix, key string) string {
 
 // renderer writes the table into one transaction.
 type renderer struct {
-	tx          *knftables.Transaction
-	clusterCIDR string // empty: masquerade every NodePort connection
+	tx *knftables.Transaction
+	ruleConfig
+	// clusterIPs are those already in the cluster-ips set.
+	clusterIPs map[string]bool
 	// keep holds the fingerprints of service ports whose chains are in
 	// the table as they should be: only their map elements are written.
 	keep map[string]string
@@ -299,8 +325,8 @@ type renderer struct {
 // returned state is the one tx leaves it in. Unless full, the chains of
 // service ports that have not changed since prev are left as they are;
 // the fixed chains, maps and sets are always rewritten.
-func render(tx *knftables.Transaction, ports []servicePort, clusterCIDR string, prev *tableState, full bool) *tableState {
-	r := &renderer{tx: tx, clusterCIDR: clusterCIDR}
+func render(tx *knftables.Transaction, ports []servicePort, cfg ruleConfig, prev *tableState, full bool) *tableState {
+	r := &renderer{tx: tx, ruleConfig: cfg, clusterIPs: map[string]bool{}}
 	if prev != nil && !full {
 		r.keep = prev.written
 	}
@@ -366,20 +392,29 @@ func (r *renderer) base() {
 	for _, s := range []*knftables.Set{
 		{Name: setNoEndpointIPs, Type: "ipv4_addr . inet_proto . inet_service"},
 		{Name: setNoEndpointPorts, Type: "inet_proto . inet_service"},
+		{Name: setClusterIPs, Type: "ipv4_addr"},
 	} {
 		tx.Add(s)
 		tx.Flush(s)
 	}
 	r.chain(&knftables.Chain{Name: chainMarkForMasq}, "meta mark set meta mark | "+masqMark)
-	r.chain(&knftables.Chain{Name: chainServices},
-		"ip daddr . meta l4proto . th dport vmap @"+mapServiceIPs,
-		"fib daddr type local meta l4proto . th dport vmap @"+mapServiceNodePorts)
+	r.chain(&knftables.Chain{Name: chainServices}, slices.Concat(
+		[]string{"ip daddr . meta l4proto . th dport vmap @" + mapServiceIPs},
+		r.nodePorts("meta l4proto . th dport vmap @"+mapServiceNodePorts))...)
 	r.chain(&knftables.Chain{Name: chainReject},
 		"meta l4proto tcp reject with tcp reset",
 		"reject")
-	r.chain(&knftables.Chain{Name: chainRejectServices},
-		"ip daddr . meta l4proto . th dport @"+setNoEndpointIPs+" goto "+chainReject,
-		"fib daddr type local meta l4proto . th dport @"+setNoEndpointPorts+" goto "+chainReject)
+	r.chain(&knftables.Chain{Name: chainRejectServices}, slices.Concat(
+		[]string{"ip daddr . meta l4proto . th dport @" + setNoEndpointIPs + " goto " + chainReject},
+		r.nodePorts("meta l4proto . th dport @"+setNoEndpointPorts+" goto "+chainReject))...)
+	// After service dispatch: what is still addressed to a ClusterIP
+	// matched none of its ports; the rest of the service CIDR is no
+	// Service's.
+	checks := []string{"ip daddr @" + setClusterIPs + " goto " + chainReject}
+	if r.serviceCIDR != "" {
+		checks = append(checks, "ip daddr "+r.serviceCIDR+" goto "+chainReject)
+	}
+	r.chain(&knftables.Chain{Name: chainClusterIPsCheck}, checks...)
 	r.chain(baseChain(chainNATPrerouting, knftables.NATType, knftables.PreroutingHook, knftables.DNATPriority), "jump "+chainServices)
 	r.chain(baseChain(chainNATOutput, knftables.NATType, knftables.OutputHook, knftables.DNATPriority), "jump "+chainServices)
 	r.chain(baseChain(chainNATPostrouting, knftables.NATType, knftables.PostroutingHook, knftables.SNATPriority),
@@ -388,6 +423,27 @@ func (r *renderer) base() {
 	filterPrio := knftables.BaseChainPriority("-110") // dstnat - 10
 	r.chain(baseChain(chainFilterPrerouting, knftables.FilterType, knftables.PreroutingHook, filterPrio), "ct state new jump "+chainRejectServices)
 	r.chain(baseChain(chainFilterOutput, knftables.FilterType, knftables.OutputHook, filterPrio), "ct state new jump "+chainRejectServices)
+	// After DNAT: pods' packets are forwarded, the node's leave through
+	// output.
+	r.chain(baseChain(chainFilterForward, knftables.FilterType, knftables.ForwardHook, filterPrio), "ct state new jump "+chainClusterIPsCheck)
+	r.chain(baseChain(chainFilterOutputPostDNAT, knftables.FilterType, knftables.OutputHook, knftables.BaseChainPriority("-90")), // dstnat + 10
+		"ct state new jump "+chainClusterIPsCheck)
+	// The localnet guard: with route_localnet on, a packet for
+	// 127.0.0.0/8 from another host is no longer a martian; only replies
+	// and what was DNATed there may come in.
+	r.chain(baseChain(chainFilterInput, knftables.FilterType, knftables.InputHook, filterPrio),
+		"ip daddr "+loopbackCIDR+` iif != "lo" ct state & (established | related) == 0 ct status & dnat == 0 drop`)
+}
+
+// nodePorts are the rules that send what comes for a NodePort on to
+// verdict: a local address but loopback, and loopback from the node
+// itself (a local source) when localhost NodePorts are on.
+func (r *renderer) nodePorts(verdict string) []string {
+	rules := []string{"fib daddr type local ip daddr != " + loopbackCIDR + " " + verdict}
+	if r.localhostNodePorts {
+		rules = append(rules, "ip daddr "+loopbackCIDR+" fib saddr type local "+verdict)
+	}
+	return rules
 }
 
 // servicePort writes one service port's chains and map elements.
@@ -414,6 +470,10 @@ func (r *renderer) servicePort(sp *servicePort, next *tableState) {
 	}
 	port := strconv.Itoa(int(sp.port))
 	nodePort := strconv.Itoa(int(sp.nodePort))
+	if sp.clusterIP != "" && !r.clusterIPs[sp.clusterIP] {
+		r.clusterIPs[sp.clusterIP] = true
+		tx.Add(&knftables.Element{Set: setClusterIPs, Key: []string{sp.clusterIP}})
+	}
 	if len(sp.endpoints) == 0 {
 		for _, ip := range sp.ips() {
 			tx.Add(&knftables.Element{Set: setNoEndpointIPs, Key: []string{ip, sp.proto, port}, Comment: knftables.PtrTo(sp.id())})

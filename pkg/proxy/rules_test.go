@@ -50,9 +50,28 @@ func TestRender(t *testing.T) {
 		eps:  []*discoveryv1.EndpointSlice{webEPs},
 		want: []string{
 			"add element ip minik8s-proxy service-nodeports { tcp . 30080 : goto nodeport-",
-			"fib daddr type local meta l4proto . th dport vmap @service-nodeports",
+			"add rule ip minik8s-proxy services fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports",
+			// Localhost NodePorts, for the node itself only.
+			"add rule ip minik8s-proxy services ip daddr 127.0.0.0/8 fib saddr type local meta l4proto . th dport vmap @service-nodeports",
+			"add rule ip minik8s-proxy reject-services ip daddr 127.0.0.0/8 fib saddr type local meta l4proto . th dport @no-endpoint-nodeports goto refuse",
 			"goto svc-",
+			// The localnet guard.
+			`add rule ip minik8s-proxy filter-input ip daddr 127.0.0.0/8 iif != "lo" ct state & (established | related) == 0 ct status & dnat == 0 drop`,
 		},
+	}, {
+		name: "ports a ClusterIP does not define are refused after service dispatch",
+		svcs: []*corev1.Service{service("web", "10.96.0.10", []corev1.ServicePort{port("http", corev1.ProtocolTCP, 80, 0), port("https", corev1.ProtocolTCP, 443, 0)}),
+			service("empty", "10.96.0.11", web)},
+		eps: []*discoveryv1.EndpointSlice{webEPs},
+		want: []string{
+			"add element ip minik8s-proxy cluster-ips { 10.96.0.10 }",
+			"add element ip minik8s-proxy cluster-ips { 10.96.0.11 }",
+			"add rule ip minik8s-proxy cluster-ips-check ip daddr @cluster-ips goto refuse",
+			"add rule ip minik8s-proxy filter-forward ct state new jump cluster-ips-check",
+			"add rule ip minik8s-proxy filter-output-post-dnat ct state new jump cluster-ips-check",
+			"add chain ip minik8s-proxy filter-output-post-dnat { type filter hook output priority -90 ; }",
+		},
+		avoid: []string{"cluster-ips-check ip daddr 10.96.0.0/12"}, // no ServiceCIDR
 	}, {
 		name: "no endpoints are rejected",
 		svcs: []*corev1.Service{service("web", "10.96.0.10", web, nodePort)},
@@ -143,5 +162,59 @@ func TestServiceDeleteRemovesRules(t *testing.T) {
 	}
 	if !strings.Contains(d, "add chain ip minik8s-proxy services") {
 		t.Errorf("base chains missing:\n%s", d)
+	}
+}
+
+// TestRenderServiceCIDRAndLocalhost: with a ServiceCIDR, both modes
+// refuse the rest of it too (iptables with one rule for it and one per
+// ClusterIP outside it); without localhost NodePorts, 127.0.0.0/8 leads
+// to none (the guard stays); a ServiceCIDR that is not an IPv4 CIDR is
+// refused.
+func TestRenderServiceCIDRAndLocalhost(t *testing.T) {
+	svcs := []*corev1.Service{service("web", "10.96.0.10", []corev1.ServicePort{port("http", corev1.ProtocolTCP, 80, 30080)}, nodePortType),
+		service("old", "172.20.0.5", []corev1.ServicePort{port("http", corev1.ProtocolTCP, 80, 0)})}
+	eps := []*discoveryv1.EndpointSlice{slice("web", []string{"10.244.1.2"}, epPort("http", corev1.ProtocolTCP, 8080))}
+	cfg := Config{Client: fake.NewClientset(), ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12", LocalhostNodePorts: ptr.To(false)}
+
+	nftCfg := cfg
+	nft := newFakeNFT()
+	nftCfg.NFT = nft
+	p, err := New(nftCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(context.Background(), svcs, eps); err != nil {
+		t.Fatal(err)
+	}
+	dump := nft.Dump()
+	checkRules(t, dump, []string{
+		"add rule ip minik8s-proxy cluster-ips-check ip daddr @cluster-ips goto refuse",
+		"add rule ip minik8s-proxy cluster-ips-check ip daddr 10.96.0.0/12 goto refuse",
+		"add element ip minik8s-proxy cluster-ips { 172.20.0.5 }",
+		"add rule ip minik8s-proxy services fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports",
+	}, []string{"add rule ip minik8s-proxy filter-input ip daddr 127.0.0.0/8"}, []string{"fib saddr type local meta l4proto"})
+
+	iptCfg := cfg
+	run := &fakeRunner{}
+	iptCfg.Mode, iptCfg.Runner = ModeIPTables, run
+	p, err = New(iptCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(context.Background(), svcs, eps); err != nil {
+		t.Fatal(err)
+	}
+	in := run.restores[0]
+	checkRules(t, in, []string{
+		`-A MINIK8S-SERVICES -d 172.20.0.5/32 -m comment --comment "default/old has no such port" -j MINIK8S-REFUSE`,
+		`-A MINIK8S-SERVICES -d 10.96.0.0/12 -m comment --comment "no Service has this address and port" -j MINIK8S-REFUSE`,
+		"-A MINIK8S-SERVICES ! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j MINIK8S-NODEPORTS",
+	}, []string{"-A MINIK8S-FIREWALL ! -i lo -d 127.0.0.0/8 "}, []string{"-d 127.0.0.0/8 -m addrtype --src-type LOCAL", "-d 10.96.0.10/32 -m comment"})
+
+	for _, bad := range []string{"10.96.0.0", "fd00::/108", "nonsense"} {
+		cfg.ServiceCIDR, cfg.NFT = bad, newFakeNFT()
+		if _, err := New(cfg); err == nil {
+			t.Errorf("ServiceCIDR %q accepted", bad)
+		}
 	}
 }
