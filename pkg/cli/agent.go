@@ -22,6 +22,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/apiserver"
 	"github.com/minik8s/minik8s/pkg/bootstrap"
 	"github.com/minik8s/minik8s/pkg/bootstrap/token"
+	"github.com/minik8s/minik8s/pkg/clusterconfig"
 	"github.com/minik8s/minik8s/pkg/controlplane"
 	"github.com/minik8s/minik8s/pkg/dns"
 	"github.com/minik8s/minik8s/pkg/kubelet"
@@ -92,12 +93,12 @@ with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 	fl.StringVar(&f.netns, "netns", "", "the node's network namespace path, when it is not this process's own (local provider)")
 	fl.StringVar(&f.rootDir, "root-dir", "", "the node's credential, pod volumes and logs (default /var/lib/minik8s/kubelet/<node>; <root-dir>/<node> with --nodes > 1)")
 	fl.StringVar(&f.kubeletAt, "kubelet-address", ":10250", "where the kubelet serves logs and exec")
-	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range of the cluster")
-	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", apiserver.DefaultServiceCIDR, "Service cluster IP range")
+	fl.StringVar(&f.clusterCIDR, "cluster-cidr", "", "pod IP range of the cluster (default: the cluster's, from kube-system/"+clusterconfig.Name+"; refused if it disagrees)")
+	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "", "Service cluster IP range (default: the cluster's; refused if it disagrees)")
 	fl.IntVar(&f.nodes, "nodes", 1, "number of nodes this process hosts (simulated provider)")
 	fl.StringToStringVar(&f.labels, "node-labels", nil, "labels for the node(s)")
 	fl.StringSliceVar(&f.clusterDNS, "cluster-dns", nil, "nameservers of dnsPolicy ClusterFirst pods (default: kube-system/kube-dns's clusterIP when the cluster has one)")
-	fl.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain")
+	fl.StringVar(&f.clusterDomain, "cluster-domain", "", "the cluster's DNS domain (default: the cluster's; refused if it disagrees)")
 	fl.StringVar(&f.proxyMode, "proxy-mode", "auto", "how the node's service proxy programs the kernel: auto (nftables, else iptables), nftables or iptables")
 	fl.StringToStringVar(&f.capacity, "extra-resources", nil, "resources the node offers beyond cpu, memory and pods, e.g. nvidia.com/gpu=2 (local provider)")
 	return cmd
@@ -240,26 +241,53 @@ func runLocalNode(ctx context.Context, f *agentFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	settings, err := clusterSettings(ctx, client, f, log)
+	if err != nil {
+		return err
+	}
 	clusterDNS := f.clusterDNS
 	if len(clusterDNS) == 0 {
-		clusterDNS = discoverClusterDNS(ctx, rc, log)
+		clusterDNS = discoverClusterDNS(ctx, client, log)
 	}
 	return node.Run(ctx, node.Config{
 		NodeName: f.nodeName, NodeIP: f.nodeIP, REST: rc, ClientCA: pool, Labels: f.labels, Capacity: capacity,
-		ClusterDNS: clusterDNS, ClusterDomain: f.clusterDomain, ProxyMode: f.proxyMode,
-		ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR, RootDir: nodeDir(f, f.nodeName),
+		ClusterDNS: clusterDNS, ClusterDomain: settings.ClusterDomain, ProxyMode: f.proxyMode,
+		ClusterCIDR: settings.ClusterCIDR, ServiceCIDR: settings.ServiceCIDR, RootDir: nodeDir(f, f.nodeName),
 		KubeletAddress: f.kubeletAt, HostNetNS: f.netns, Logger: log,
 	})
+}
+
+// clusterSettings are the node's pod range, Service range and DNS domain:
+// the cluster's (pkg/clusterconfig), so a join needs none of them; a flag
+// that disagrees is refused. A cluster that publishes none leaves the
+// flags, or Kubernetes' defaults, in force.
+func clusterSettings(ctx context.Context, client kubernetes.Interface, f *agentFlags, log *slog.Logger) (clusterconfig.Settings, error) {
+	cluster, found, err := clusterconfig.Read(ctx, client)
+	if err != nil {
+		return clusterconfig.Settings{}, fmt.Errorf("the cluster's settings: %w", err)
+	}
+	flags := clusterconfig.Settings{ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR, ClusterDomain: f.clusterDomain}
+	defaults := clusterconfig.Settings{ClusterCIDR: controlplane.DefaultClusterCIDR, ServiceCIDR: apiserver.DefaultServiceCIDR,
+		ClusterDomain: controlplane.DefaultClusterDomain}
+	s, err := clusterconfig.Resolve(cluster, found, flags, defaults)
+	if err != nil {
+		return clusterconfig.Settings{}, err
+	}
+	if !found {
+		log.Warn("the cluster publishes no settings (kube-system/"+clusterconfig.Name+"): using the flags and defaults",
+			"clusterCIDR", s.ClusterCIDR, "serviceCIDR", s.ServiceCIDR, "clusterDomain", s.ClusterDomain)
+	}
+	return s, nil
 }
 
 // discoverClusterDNS is the clusterIP of kube-system/kube-dns, when the
 // cluster runs DNS (minik8s up does): what ClusterFirst pods of this node
 // are given. None: pods get the host's resolvers.
-func discoverClusterDNS(ctx context.Context, rc *rest.Config, log *slog.Logger) []string {
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil
-	}
+func discoverClusterDNS(ctx context.Context, client kubernetes.Interface, log *slog.Logger) []string {
 	svc, err := client.CoreV1().Services(metav1.NamespaceSystem).Get(ctx, dns.ServiceName, metav1.GetOptions{})
 	if err != nil || net.ParseIP(svc.Spec.ClusterIP) == nil {
 		log.Info("no cluster DNS found (kube-system/kube-dns); pods use the host's resolvers unless --cluster-dns is given", "err", err)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -43,7 +44,7 @@ func TestDiscoverClusterDNS(t *testing.T) {
 				tc.answer(w)
 			}))
 			defer srv.Close()
-			got := discoverClusterDNS(context.Background(), &rest.Config{Host: srv.URL}, slog.New(slog.DiscardHandler))
+			got := discoverClusterDNS(context.Background(), kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL}), slog.New(slog.DiscardHandler))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("cluster DNS = %v, want %v", got, tc.want)
 			}

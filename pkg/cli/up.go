@@ -127,6 +127,9 @@ func startAddons(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, 
 			}
 		}()
 	}
+	run("control-plane role", func(ctx context.Context) error {
+		return controlplane.MarkControlPlaneNode(ctx, client, f.nodeName)
+	})
 	// default/kubernetes: pods reach this apiserver at the node's pod
 	// gateway, as in-cluster clients expect.
 	if svc, err := apiserverService(cp.URL, f.serviceCIDR); err != nil {
