@@ -28,10 +28,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/storage"
 )
 
-// maxUpdateRetries bounds the read-mutate-write loop of unconditional
-// updates racing with other writers.
-const maxUpdateRetries = 100
-
 func keyPrefix(res *registry.Resource) string { return "/registry/" + res.Resource + "/" }
 
 func objectKey(res *registry.Resource, ns, name string) string {
@@ -176,9 +172,12 @@ const (
 
 // update is the read-mutate-write loop shared by PUT, PATCH and the
 // subresources. It writes nothing when the result equals the current object.
+// As Kubernetes' GuaranteedUpdate, a write without a resourceVersion
+// precondition that races another writer is applied again to what that
+// writer stored, for as long as the request lives: it never answers 409.
 func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name string, sub subresource, mutate mutateFunc, opts writeOptions) (runtime.Object, error) {
 	key := objectKey(res, ns, name)
-	for attempt := 0; ; attempt++ {
+	for {
 		current, kv, err := s.get(ctx, res, ns, name)
 		if err != nil {
 			return nil, err
@@ -225,7 +224,7 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 				s.hookAfter(ctx, res, nil, current)
 				return obj, nil
 			}
-			if errors.Is(err, storage.ErrConflict) && precondition == "" && attempt < maxUpdateRetries {
+			if errors.Is(err, storage.ErrConflict) && precondition == "" {
 				continue
 			}
 			return nil, storageError(err, res.GroupResource(), name)
@@ -242,7 +241,7 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 		if err != nil {
 			undo()
 		}
-		if errors.Is(err, storage.ErrConflict) && precondition == "" && attempt < maxUpdateRetries {
+		if errors.Is(err, storage.ErrConflict) && precondition == "" {
 			continue
 		}
 		if err != nil {
@@ -340,10 +339,12 @@ type deleteOptions struct {
 }
 
 // deleteObject deletes at once, or marks the object for deletion when
-// finalizers, graceful termination or a namespace's content hold it.
+// finalizers, graceful termination or a namespace's content hold it. A
+// write that races another writer is tried again on what that one stored
+// (its preconditions checked again), for as long as the request lives.
 func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, name string, opts deleteOptions) (runtime.Object, error) {
 	key := objectKey(res, ns, name)
-	for attempt := 0; ; attempt++ {
+	for {
 		obj, kv, err := s.get(ctx, res, ns, name)
 		if err != nil {
 			return nil, err
@@ -391,7 +392,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, n
 				return nil, err
 			}
 			rev, err := s.store.Update(ctx, key, data, kv.ModRevision)
-			if errors.Is(err, storage.ErrConflict) && attempt < maxUpdateRetries {
+			if errors.Is(err, storage.ErrConflict) {
 				continue
 			}
 			if err != nil {
@@ -404,7 +405,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, n
 			return obj, nil
 		}
 		if _, err := s.store.Delete(ctx, key, kv.ModRevision); err != nil {
-			if errors.Is(err, storage.ErrConflict) && attempt < maxUpdateRetries {
+			if errors.Is(err, storage.ErrConflict) {
 				continue
 			}
 			return nil, storageError(err, res.GroupResource(), name)
