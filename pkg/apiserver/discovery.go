@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
@@ -120,35 +121,42 @@ func groupRank(g string) int {
 }
 
 // serveDiscovery answers /api, /api/v1, /apis, /apis/{g} and /apis/{g}/{v}.
+// Discovery documents are read-only: another method than GET is a 405.
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
-	parts := splitPath(r.URL.Path)
-	switch {
-	case len(parts) == 1 && parts[0] == "api":
-		writeJSON(w, http.StatusOK, s.discovery.core)
-	case len(parts) == 2 && parts[0] == "api":
-		list, ok := s.discovery.resources[schema.GroupVersion{Version: parts[1]}]
-		if !ok {
-			return false
-		}
-		writeJSON(w, http.StatusOK, list)
-	case len(parts) == 1 && parts[0] == "apis":
-		writeJSON(w, http.StatusOK, s.discovery.groups)
-	case len(parts) == 2 && parts[0] == "apis":
-		g, ok := s.discovery.byGroup[parts[1]]
-		if !ok {
-			return false
-		}
-		writeJSON(w, http.StatusOK, g)
-	case len(parts) == 3 && parts[0] == "apis":
-		list, ok := s.discovery.resources[schema.GroupVersion{Group: parts[1], Version: parts[2]}]
-		if !ok {
-			return false
-		}
-		writeJSON(w, http.StatusOK, list)
-	default:
+	doc := s.discovery.document(splitPath(r.URL.Path))
+	if doc == nil {
 		return false
 	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, strings.ToLower(r.Method), schema.GroupResource{}, "", "", 0, false))
+		return true
+	}
+	writeJSON(w, http.StatusOK, doc)
 	return true
+}
+
+// document is the discovery document at a path's parts, nil for none.
+func (d *discovery) document(parts []string) any {
+	switch {
+	case len(parts) == 1 && parts[0] == "api":
+		return d.core
+	case len(parts) == 2 && parts[0] == "api":
+		if list, ok := d.resources[schema.GroupVersion{Version: parts[1]}]; ok {
+			return list
+		}
+	case len(parts) == 1 && parts[0] == "apis":
+		return d.groups
+	case len(parts) == 2 && parts[0] == "apis":
+		if g, ok := d.byGroup[parts[1]]; ok {
+			return g
+		}
+	case len(parts) == 3 && parts[0] == "apis":
+		if list, ok := d.resources[schema.GroupVersion{Group: parts[1], Version: parts[2]}]; ok {
+			return list
+		}
+	}
+	return nil
 }
 
 func versionInfo() version.Info {

@@ -64,9 +64,20 @@ func storageError(err error, gr schema.GroupResource, name string) error {
 	case errors.Is(err, storage.ErrCompacted):
 		return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 	case errors.Is(err, storage.ErrFutureRevision):
-		return apierrors.NewTimeoutError("Too large resource version", 1)
+		return tooLargeResourceVersion("Too large resource version")
 	}
 	return err
+}
+
+// tooLargeResourceVersion is the 504 of a read at a revision storage has
+// not reached, with the cause client-go's reflector looks for.
+func tooLargeResourceVersion(msg string) *apierrors.StatusError {
+	st := apierrors.NewTimeoutError(msg, 1)
+	if st.ErrStatus.Details == nil {
+		st.ErrStatus.Details = &metav1.StatusDetails{}
+	}
+	st.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return st
 }
 
 const conflictMessage = "the object has been modified; please apply your changes to the latest version and try again"

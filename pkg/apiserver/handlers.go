@@ -4,15 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
@@ -88,6 +93,9 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 	case "get":
 		out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), true)
 		if err != nil {
+			return err
+		}
+		if _, err := parseResourceVersion(r.URL.Query().Get("resourceVersion")); err != nil {
 			return err
 		}
 		obj, _, err := s.get(ctx, res, info.Namespace, info.Name)
@@ -507,6 +515,9 @@ func (s *Server) deleteOptionsFrom(r *http.Request) (deleteOptions, error) {
 	}
 	opts.grace = do.GracePeriodSeconds
 	opts.preconditions = do.Preconditions
+	if errs := metav1validation.ValidateDeleteOptions(&do); len(errs) > 0 {
+		return opts, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
+	}
 	if do.OrphanDependents != nil && do.PropagationPolicy == nil {
 		p := metav1.DeletePropagationBackground
 		if *do.OrphanDependents {
@@ -515,17 +526,15 @@ func (s *Server) deleteOptionsFrom(r *http.Request) (deleteOptions, error) {
 		do.PropagationPolicy = &p
 	}
 	if do.PropagationPolicy != nil {
-		switch p := *do.PropagationPolicy; p {
-		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
-			opts.propagation = p
-		default:
-			return opts, apierrors.NewBadRequest(fmt.Sprintf("propagationPolicy: Unsupported value: %q: supported values: \"Foreground\", \"Background\", \"Orphan\"", p))
-		}
+		opts.propagation = *do.PropagationPolicy
 	}
 	return opts, nil
 }
 
-// listOptions reads the list and watch query parameters.
+// listOptions reads and checks the list and watch query parameters as
+// Kubernetes does: a value that does not parse is a 400, a combination
+// that means nothing (resourceVersionMatch without a resourceVersion, or
+// on a watch without sendInitialEvents) a 422 on ListOptions.
 func (s *Server) listOptions(r *http.Request) (*metav1.ListOptions, error) {
 	opts := &metav1.ListOptions{}
 	if err := clientgoscheme.ParameterCodec.DecodeParameters(r.URL.Query(), schema.GroupVersion{Version: "v1"}, opts); err != nil {
@@ -534,5 +543,32 @@ func (s *Server) listOptions(r *http.Request) (*metav1.ListOptions, error) {
 	if opts.Limit < 0 {
 		return nil, apierrors.NewBadRequest("limit must not be negative")
 	}
+	if errs := metainternalvalidation.ValidateListOptions(&metainternalversion.ListOptions{
+		Watch:                parseRequestInfo(r).Verb == "watch",
+		ResourceVersion:      opts.ResourceVersion,
+		ResourceVersionMatch: opts.ResourceVersionMatch,
+		Continue:             opts.Continue,
+		SendInitialEvents:    opts.SendInitialEvents,
+	}, true); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	if _, err := parseResourceVersion(opts.ResourceVersion); err != nil {
+		return nil, err
+	}
+	if opts.Continue != "" && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		return nil, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+	}
 	return opts, nil
+}
+
+// parseResourceVersion reads a resourceVersion parameter; empty is 0.
+func parseResourceVersion(rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(rv, 10, 63)
+	if err != nil {
+		return 0, apierrors.NewBadRequest("invalid resource version: " + field.Invalid(field.NewPath("resourceVersion"), rv, err.Error()).Error())
+	}
+	return int64(v), nil
 }

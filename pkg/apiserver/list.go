@@ -100,19 +100,26 @@ func (s *Server) list(ctx context.Context, res *registry.Resource, ns string, op
 		return nil, err
 	}
 	prefix := listPrefix(res, ns)
+	rv, err := parseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return nil, err
+	}
+	// notOlderThan is the revision a list at the newest one must have
+	// reached (resourceVersionMatch NotOlderThan, or a resourceVersion
+	// without a match).
+	var notOlderThan int64
 	var readOpts storage.ListOptions
-	if opts.Continue != "" {
+	switch {
+	case opts.Continue != "":
 		ct, err := decodeContinue(opts.Continue, prefix)
 		if err != nil {
 			return nil, err
 		}
 		readOpts.StartKey, readOpts.Revision = ct.StartKey, ct.Revision
-	} else if opts.ResourceVersion != "" && opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
-		rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
-		if err != nil || rv <= 0 {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", opts.ResourceVersion))
-		}
+	case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
 		readOpts.Revision = rv
+	default:
+		notOlderThan = rv
 	}
 	out := &listResult{}
 	for {
@@ -123,6 +130,9 @@ func (s *Server) list(ctx context.Context, res *registry.Resource, ns string, op
 		page, err := s.store.List(ctx, prefix, readOpts)
 		if err != nil {
 			return nil, storageError(err, res.GroupResource(), "")
+		}
+		if page.Revision < notOlderThan {
+			return nil, tooLargeResourceVersion(fmt.Sprintf("Too large resource version: %d, current: %d", notOlderThan, page.Revision))
 		}
 		out.revision = page.Revision
 		readOpts.Revision = page.Revision

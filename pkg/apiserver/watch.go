@@ -124,8 +124,15 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 	legacyInitial := opts.SendInitialEvents == nil && (opts.ResourceVersion == "" || opts.ResourceVersion == "0")
 
 	timeout := time.Duration(30+rand.IntN(30)) * time.Minute
-	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	if timeout < 0 {
+		// As Kubernetes: a watch whose time is up before it starts ends
+		// at once, with nothing sent.
+		w.Header().Set("Content-Type", out.info.MediaType)
+		w.WriteHeader(http.StatusOK)
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
@@ -138,8 +145,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 		}
 		startRev = initial.revision
 	} else {
-		if startRev, err = strconv.ParseInt(opts.ResourceVersion, 10, 64); err != nil || startRev < 0 {
-			return apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", opts.ResourceVersion))
+		if startRev, err = parseResourceVersion(opts.ResourceVersion); err != nil {
+			return err
 		}
 	}
 

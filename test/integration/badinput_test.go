@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -184,6 +185,8 @@ func TestBadInput(t *testing.T) {
 			`{"op":"copy","from":"/data","path":"/metadata/annotations/b`+strings.Repeat("c", i)+`"}`)
 	}
 	copyBomb := []byte("[" + strings.Join(copyOps, ",") + "]")
+	// someContinue is a well-formed continue token.
+	someContinue := base64.RawURLEncoding.EncodeToString([]byte(`{"v":"meta.k8s.io/v1","rv":1,"start":"x"}`))
 
 	cases := []struct {
 		name   string
@@ -300,9 +303,14 @@ func TestBadInput(t *testing.T) {
 		{name: "forged continue token", method: "GET", path: cmPath + "?limit=1&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTF9", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "negative limit", method: "GET", path: cmPath + "?limit=-1", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "non-numeric limit", method: "GET", path: cmPath + "?limit=ten", code: 400, reason: metav1.StatusReasonBadRequest},
-		{name: "bad propagationPolicy", method: "DELETE", path: cmPath + "/existing?propagationPolicy=Sideways", code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "bad propagationPolicy", method: "DELETE", path: cmPath + "/existing?propagationPolicy=Sideways",
+			code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"propagationPolicy"}},
 		{name: "bad propagationPolicy in DeleteOptions", method: "DELETE", path: cmPath + "/existing", header: jsonCT,
-			body: []byte(`{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Sideways"}`), code: 400, reason: metav1.StatusReasonBadRequest},
+			body: []byte(`{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Sideways"}`), code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"propagationPolicy"}},
+		{name: "orphanDependents with a propagationPolicy", method: "DELETE", path: cmPath + "/existing", header: jsonCT,
+			body: []byte(`{"kind":"DeleteOptions","apiVersion":"v1","orphanDependents":true,"propagationPolicy":"Background"}`), code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"propagationPolicy"}},
+		{name: "deletecollection with a bad propagationPolicy", method: "DELETE", path: cmPath + "?propagationPolicy=Sideways",
+			code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"propagationPolicy"}},
 		{name: "malformed DeleteOptions", method: "DELETE", path: cmPath + "/existing", header: jsonCT, body: []byte(`{"propagationPolicy":`),
 			code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "bad gracePeriodSeconds", method: "DELETE", path: cmPath + "/existing?gracePeriodSeconds=soon", code: 400, reason: metav1.StatusReasonBadRequest},
@@ -312,6 +320,35 @@ func TestBadInput(t *testing.T) {
 			body: []byte(`{"preconditions":{"resourceVersion":"` + stale.ResourceVersion + `"}}`), code: 409, reason: metav1.StatusReasonConflict},
 		{name: "watch from a non-numeric resourceVersion", method: "GET", path: cmPath + "?watch=true&resourceVersion=abc", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "exact list at a non-numeric resourceVersion", method: "GET", path: cmPath + "?resourceVersion=abc&resourceVersionMatch=Exact", code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "list at a non-numeric resourceVersion", method: "GET", path: cmPath + "?resourceVersion=abc", code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "list at a negative resourceVersion", method: "GET", path: cmPath + "?resourceVersion=-1", code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "get at a non-numeric resourceVersion", method: "GET", path: cmPath + "/existing?resourceVersion=abc", code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "resourceVersionMatch without a resourceVersion", method: "GET", path: cmPath + "?resourceVersionMatch=Exact",
+			code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"resourceVersionMatch"}},
+		{name: "unknown resourceVersionMatch", method: "GET", path: cmPath + "?resourceVersion=1&resourceVersionMatch=Bogus",
+			code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"resourceVersionMatch"}},
+		{name: "unknown resourceVersionMatch without a resourceVersion", method: "GET", path: cmPath + "?resourceVersionMatch=Bogus",
+			code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"resourceVersionMatch"}},
+		{name: "exact list at resourceVersion 0", method: "GET", path: cmPath + "?resourceVersion=0&resourceVersionMatch=Exact",
+			code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"resourceVersionMatch"}},
+		{name: "resourceVersionMatch with continue", method: "GET", path: cmPath + "?limit=1&continue=" + someContinue + "&resourceVersion=1&resourceVersionMatch=NotOlderThan",
+			code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"resourceVersionMatch"}},
+		{name: "resourceVersion with continue", method: "GET", path: cmPath + "?limit=1&continue=" + someContinue + "&resourceVersion=5",
+			code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "sendInitialEvents on a list", method: "GET", path: cmPath + "?sendInitialEvents=true",
+			code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"sendInitialEvents"}},
+		{name: "resourceVersionMatch on a watch without sendInitialEvents", method: "GET", path: cmPath + "?watch=true&resourceVersion=1&resourceVersionMatch=NotOlderThan",
+			code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"resourceVersionMatch"}},
+		{name: "list not older than a future resourceVersion", method: "GET", path: cmPath + "?resourceVersion=9000000000",
+			code: 504, reason: metav1.StatusReasonTimeout},
+		{name: "deletecollection with an unknown resourceVersionMatch", method: "DELETE", path: cmPath + "?resourceVersion=1&resourceVersionMatch=Bogus",
+			code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"resourceVersionMatch"}},
+		{name: "list with an unknown field selector", method: "GET", path: cmPath + "?fieldSelector=spec.bogus%3D1", code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "DELETE on discovery", method: "DELETE", path: "/api/v1", code: 405, reason: metav1.StatusReasonMethodNotAllowed},
+		{name: "POST on the group list", method: "POST", path: "/apis", header: jsonCT, body: cm("x"), code: 405, reason: metav1.StatusReasonMethodNotAllowed},
+		{name: "PUT on a group version", method: "PUT", path: "/apis/apps/v1", header: jsonCT, body: cm("x"), code: 405, reason: metav1.StatusReasonMethodNotAllowed},
+		{name: "PATCH on the core API versions", method: "PATCH", path: "/api", header: map[string]string{"Content-Type": "application/merge-patch+json"}, body: []byte(`{}`),
+			code: 405, reason: metav1.StatusReasonMethodNotAllowed},
 		{name: "method not allowed on a collection", method: "PUT", path: cmPath, header: jsonCT, body: cm("x"),
 			code: 405, reason: metav1.StatusReasonMethodNotAllowed},
 	}
@@ -351,6 +388,12 @@ func TestBadInput(t *testing.T) {
 	}
 	if got, err := cms.Get(ctx, "existing", metav1.GetOptions{}); err != nil || got.Data["k"] != "v2" || got.ResourceVersion != existing.ResourceVersion {
 		t.Fatalf("existing ConfigMap changed: %+v %v", got, err)
+	}
+
+	// As in Kubernetes, a watch whose timeoutSeconds is negative is not
+	// refused: its time is up at once, and it ends with nothing sent.
+	if r := rc.do(ctx, "GET", cmPath+"?watch=true&timeoutSeconds=-1", nil, nil); r.code != http.StatusOK || len(r.body) != 0 {
+		t.Fatalf("watch with a negative timeoutSeconds: %d %q", r.code, r.body)
 	}
 
 	// Without fieldValidation the unknown field is dropped with a warning.
