@@ -1,10 +1,12 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,10 +25,32 @@ func statusFor(err error) *metav1.Status {
 		s := api.Status()
 		return &s
 	}
-	if errors.Is(err, storage.ErrCompacted) {
+	switch {
+	case errors.Is(err, storage.ErrCompacted):
 		return statusFor(apierrors.NewResourceExpired(err.Error()))
+	case errors.Is(err, storage.ErrUnavailable):
+		return statusFor(unavailable(err))
+	case errors.Is(err, context.DeadlineExceeded):
+		return statusFor(requestTimeout())
 	}
 	return statusFor(apierrors.NewInternalError(err))
+}
+
+// storageRetryAfter is what a client is told to wait before retrying a
+// request that failed because storage does not answer.
+const storageRetryAfter = 1
+
+// unavailable is the 503 of a request that storage could not serve.
+func unavailable(err error) *apierrors.StatusError {
+	st := apierrors.NewServiceUnavailable(err.Error())
+	st.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: storageRetryAfter}
+	return st
+}
+
+// requestTimeout is the 504 of a request that outlived its deadline, in
+// Kubernetes' words.
+func requestTimeout() *apierrors.StatusError {
+	return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", context.DeadlineExceeded), 0)
 }
 
 func writeError(w http.ResponseWriter, err error) {
@@ -35,6 +59,11 @@ func writeError(w http.ResponseWriter, err error) {
 	code := int(s.Code)
 	if code == 0 {
 		code = http.StatusInternalServerError
+	}
+	// As Kubernetes: a Status that says when to retry says it in the
+	// header too, which client-go honours.
+	if s.Details != nil && s.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.Details.RetryAfterSeconds)))
 	}
 	writeJSON(w, code, s)
 }

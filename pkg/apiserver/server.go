@@ -55,6 +55,9 @@ type Config struct {
 	// MetricsCacheTTL is how long a kubelet's stats summary serves the
 	// metrics.k8s.io API (resourcemetrics.go); default DefaultMetricsCacheTTL.
 	MetricsCacheTTL time.Duration
+	// RequestTimeout bounds every request but watches and streams
+	// (deadline.go); default DefaultRequestTimeout.
+	RequestTimeout time.Duration
 }
 
 // Server is the Kubernetes API over a Store.
@@ -102,6 +105,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MetricsCacheTTL == 0 {
 		cfg.MetricsCacheTTL = DefaultMetricsCacheTTL
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	var portMin, portMax int
 	if _, err := fmt.Sscanf(cfg.NodePortRange, "%d-%d", &portMin, &portMax); err != nil || portMin < 1 || portMax > 65535 || portMin > portMax {
@@ -183,12 +189,11 @@ func (s *Server) Table() *registry.Table { return s.table }
 // for system:unauthenticated: health and version only.
 var publicPaths = []string{"/healthz", "/livez", "/readyz", "/version"}
 
-// Handler is the full HTTP handler: authentication, metrics, routing.
+// Handler is the full HTTP handler: request deadlines, authentication,
+// metrics, routing.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", s.serveHealth)
-	mux.HandleFunc("/livez", s.serveHealth)
-	mux.HandleFunc("/readyz", s.serveHealth)
+	s.installHealth(mux)
 	mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, versionInfo()) })
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	mux.Handle("/openapi/", s.openapi)
@@ -197,18 +202,7 @@ func (s *Server) Handler() http.Handler {
 	if s.cfg.Authenticator != nil {
 		h = authn.Middleware(s.cfg.Authenticator, publicPaths, h)
 	}
-	return s.recoverPanics(h)
-}
-
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
-	if _, err := s.store.Revision(ctx); err != nil {
-		http.Error(w, "[-]etcd failed: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte("ok"))
+	return s.withDeadline(s.recoverPanics(h))
 }
 
 // serveAPI routes /api and /apis requests and records their metrics.

@@ -31,6 +31,10 @@ func mustParseFields(s string) fields.Selector {
 	return sel
 }
 
+// progressTimeout bounds the request for a bookmark, which holds up the
+// events of its watch.
+const progressTimeout = 2 * time.Second
+
 func errorsIsCompacted(err error) bool { return errors.Is(err, storage.ErrCompacted) }
 
 func fieldErrors(name string, value any, msg string) field.ErrorList {
@@ -189,8 +193,12 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 		case <-ctx.Done():
 			return nil
 		case <-ticks:
-			// The answer comes back on the event channel as a progress result.
-			_ = s.store.RequestProgress(ctx)
+			// The answer comes back on the event channel as a progress
+			// result. While storage does not answer there is none, and
+			// this returns at once.
+			pctx, cancel := context.WithTimeout(ctx, progressTimeout)
+			_ = s.store.RequestProgress(pctx)
+			cancel()
 		case ev, ok := <-events:
 			if !ok {
 				return nil

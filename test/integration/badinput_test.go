@@ -344,6 +344,7 @@ func TestBadInput(t *testing.T) {
 		{name: "deletecollection with an unknown resourceVersionMatch", method: "DELETE", path: cmPath + "?resourceVersion=1&resourceVersionMatch=Bogus",
 			code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"resourceVersionMatch"}},
 		{name: "list with an unknown field selector", method: "GET", path: cmPath + "?fieldSelector=spec.bogus%3D1", code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "malformed timeout", method: "GET", path: cmPath + "?timeout=soon", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "DELETE on discovery", method: "DELETE", path: "/api/v1", code: 405, reason: metav1.StatusReasonMethodNotAllowed},
 		{name: "POST on the group list", method: "POST", path: "/apis", header: jsonCT, body: cm("x"), code: 405, reason: metav1.StatusReasonMethodNotAllowed},
 		{name: "PUT on a group version", method: "PUT", path: "/apis/apps/v1", header: jsonCT, body: cm("x"), code: 405, reason: metav1.StatusReasonMethodNotAllowed},
