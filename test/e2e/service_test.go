@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,8 +20,8 @@ import (
 // TestService: a user runs four web pods on two nodes behind a NodePort
 // Service. Pods on either node reach it by ClusterIP and every pod
 // answers; the NodePort answers from the host's LAN and from the other
-// node; a Service without endpoints refuses at once; a deleted Service
-// stops answering.
+// node; a Service without endpoints refuses at once, and so does a port
+// the Service does not define; a deleted Service stops answering.
 func TestService(t *testing.T) {
 	serviceStory(t, newCluster(t, 2))
 }
@@ -121,6 +122,16 @@ spec:
 	_, stderr, err := k.Run(t, "exec", "client-1", "--", "timeout", "10", "wget", "-qO-", "http://"+empty.Spec.ClusterIP+"/")
 	if took := time.Since(start); err == nil || !strings.Contains(stderr, "refused") || took > 5*time.Second {
 		t.Errorf("service without endpoints: err %v after %v, stderr %q; want connection refused at once", err, took, stderr)
+	}
+
+	// A port the Service does not define is refused, from a pod and from
+	// a node, not sent onto the pod network to fail there.
+	_, stderr, err = k.Run(t, "exec", "client-2", "--", "timeout", "10", "wget", "-qO-", "http://"+clusterIP+":81/")
+	if err == nil || !strings.Contains(stderr, "refused") {
+		t.Errorf("ClusterIP %s on port 81 from a pod: err %v, stderr %q; want connection refused", clusterIP, err, stderr)
+	}
+	if _, err := httpGet(n1.netns, net.JoinHostPort(clusterIP, "81")); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("ClusterIP %s on port 81 from node %s: %v; want connection refused", clusterIP, n1.name, err)
 	}
 
 	// Deleted, the Service stops answering.
