@@ -192,7 +192,9 @@ func (s *Server) LogPath() string { return s.logPath }
 
 // Start writes the Corefile and kubeconfig, runs CoreDNS and restarts it
 // (with backoff) whenever it exits, until ctx ends; then it stops CoreDNS
-// (SIGTERM, SIGKILL after 5s) and returns nil.
+// (SIGTERM, SIGKILL after 5s) and returns nil. A CoreDNS that an earlier
+// run in the same Dir left running (SIGKILLed before it could stop it)
+// is ended first.
 func (s *Server) Start(ctx context.Context) error {
 	if err := s.writeFiles(); err != nil {
 		return err
@@ -200,6 +202,7 @@ func (s *Server) Start(ctx context.Context) error {
 	proc, err := supervisor.New(supervisor.Config{
 		Name: "coredns", Path: s.cfg.Binary, Args: []string{"-conf", s.corefilePath}, Dir: s.cfg.Dir,
 		LogPath: s.logPath, RestartBackoff: s.cfg.RestartBackoff, Logger: s.cfg.Logger,
+		PIDFile: filepath.Join(s.cfg.Dir, "coredns.supervisor.pid"),
 	})
 	if err != nil {
 		return err
