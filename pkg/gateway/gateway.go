@@ -238,6 +238,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
+	// A SIGHUP kills an nginx that has not set up its signals yet; one
+	// that answers has (its master does so before it starts workers).
+	if err := g.checkServing(ctx); err != nil && ctx.Err() == nil {
+		g.log.Warn("nginx is not serving yet", "err", err)
+	}
 	g.log.Info("gateway started", "port", g.cfg.Port, "dir", g.cfg.Dir)
 	resync := time.NewTicker(time.Minute)
 	defer resync.Stop()
