@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -26,25 +25,15 @@ import (
 func TestLocalhostNodePort(t *testing.T) {
 	c := newCluster(t, 1)
 	n1 := c.nodes[c.tag+"-n1"]
-	c.apply(fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: web, labels: {app: web}}
-spec:
-  nodeName: %s
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: web
-    image: busybox
-    command: ["sh", "-c", "mkdir -p /tmp/www && hostname > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"]
----
-apiVersion: v1
+	c.apply(webPod("web", n1.name))
+	c.apply(`apiVersion: v1
 kind: Service
 metadata: {name: web}
 spec:
   type: NodePort
   selector: {app: web}
   ports: [{port: 80, targetPort: 8080, nodePort: 30080}]
-`, n1.name))
+`)
 	c.waitPod("default", "web", 2*time.Minute, "Running", running)
 
 	localhost := func(mode string) {

@@ -36,17 +36,7 @@ func serviceStory(t *testing.T, c *cluster) {
 	for i, n := range []*testNode{n1, n1, n2, n2} {
 		name := fmt.Sprintf("web-%d", i)
 		webs = append(webs, name)
-		c.apply(fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: %s, labels: {app: web}}
-spec:
-  nodeName: %s
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: web
-    image: busybox
-    command: ["sh", "-c", "mkdir -p /tmp/www && hostname > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"]
-`, name, n.name))
+		c.apply(webPod(name, n.name))
 	}
 	for i, n := range []*testNode{n1, n2} {
 		c.apply(clientPod(fmt.Sprintf("client-%d", i+1), n.name))
@@ -143,6 +133,22 @@ spec:
 	if _, err := httpGet("", net.JoinHostPort(n1.ip.String(), fmt.Sprint(nodePort))); err == nil {
 		t.Errorf("NodePort %d still answers after the service was deleted", nodePort)
 	}
+}
+
+// webPod is pod name, labelled app: web, on node: an HTTP server on port
+// 8080 that answers its hostname (the pod's name).
+func webPod(name, node string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, labels: {app: web}}
+spec:
+  nodeName: %s
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: busybox
+    command: ["sh", "-c", "mkdir -p /tmp/www && hostname > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"]
+`, name, node)
 }
 
 func lastLine(s string) string {
