@@ -5,8 +5,9 @@
 // spec.schedulerName is its own, and writes it only through the pods/binding
 // subresource. It also writes the PodScheduled condition of the pods it
 // fails to place (pods/status, a strategic merge patch) and the events
-// Scheduled and FailedScheduling. It reads pods and nodes through informers
-// and never touches storage or another component's fields.
+// Scheduled and FailedScheduling. It reads pods, nodes and what selects
+// pods (namespaces, Services, controllers) through informers and never
+// touches storage or another component's fields.
 //
 // # One scheduling attempt
 //
@@ -27,17 +28,41 @@
 //   - NodeResourcesFit: the pod's requests (containers, the largest init
 //     container, sidecars, overhead) against allocatable minus what the
 //     node's pods request, for cpu, memory, ephemeral-storage, the pod
-//     count and extended resources such as nvidia.com/gpu.
+//     count and extended resources such as nvidia.com/gpu;
+//   - PodTopologySpread: each DoNotSchedule topologySpreadConstraint keeps
+//     the skew (selected pods in the node's domain, plus the pod, minus the
+//     fewest in any domain, or 0 below minDomains domains) within maxSkew;
+//     domains are the values of the topology key on the nodes that have
+//     every constraint's key and that nodeAffinityPolicy (Honor by
+//     default) and nodeTaintsPolicy (Ignore by default) let count;
+//   - InterPodAffinity: each required pod affinity term must select a pod
+//     in the node's topology domain (the first pod of a group that selects
+//     itself goes anywhere the key exists), no required anti-affinity term
+//     may, and no pod there may have a required anti-affinity term that
+//     selects this pod. Terms select pods of their namespaces (the pod's
+//     own by default) or of those their namespaceSelector selects;
+//     matchLabelKeys and mismatchLabelKeys add the pod's values.
+//
+// These last two look at the pods of every node: once per attempt they
+// count the selected pods per topology domain, then check each node
+// against the counts.
 //
 // Nodes that pass are scored 0-100 by the resource strategy of the
 // configuration (LeastAllocated, the default; MostAllocated;
 // BalancedAllocation), computed over cpu and memory as Kubernetes computes
-// them, with weight 1; by PreferNoSchedule taints (weight 3) and preferred
-// node affinity (weight 2). The highest total wins; ties are broken at
-// random. When no node passes, the message counts the reasons as Kubernetes
-// does ("0/3 nodes are available: 1 node(s) had untolerated taint {k: v},
-// 2 Insufficient cpu."); minik8s does not preempt, so there is no
-// "preemption:" part.
+// them, with weight 1; by PreferNoSchedule taints (weight 3), preferred
+// node affinity (weight 2), ScheduleAnyway topology spread constraints
+// (weight 2) and preferred inter-pod affinity (weight 2: the weights of
+// the pod's preferred terms that select pods in the node's domains, minus
+// those of its anti-affinity terms, plus those of the terms of the pods
+// there that select it, 1 for a required affinity term). A pod without
+// topologySpreadConstraints is spread as in Kubernetes by default, by
+// hostname (maxSkew 3) and zone (maxSkew 5), over the pods selected by its
+// Services and its ReplicaSet, StatefulSet or ReplicationController. The
+// highest total wins; ties are broken at random. When no node passes, the
+// message counts the reasons as Kubernetes does ("0/3 nodes are
+// available: 1 node(s) had untolerated taint {k: v}, 2 Insufficient
+// cpu."); minik8s does not preempt, so there is no "preemption:" part.
 //
 // # Queue, cache and binding
 //
@@ -47,9 +72,17 @@
 // doubling to 10s by default), and straight away when something that may
 // make it fit happens: a node is added, or changes labels, taints,
 // allocatable, unschedulable or readiness; an assigned pod is deleted or
-// finishes. Binding runs in the background so the next pod is considered
-// meanwhile; the bound pod is "assumed" in the node cache (its requests and
-// ports count on its node) until the informer shows it assigned.
+// finishes; and, for a pod that other pods kept out (affinity,
+// anti-affinity, spreading), a pod is assigned or an assigned pod's labels
+// change. Binding runs in the background so the next pod is considered
+// meanwhile; the bound pod is "assumed" in the node cache (its requests,
+// ports and labels count on its node, for the next pods' resources,
+// affinity and spreading) until the informer shows it assigned.
+//
+// Besides pods and nodes, the scheduler watches namespaces (for
+// namespaceSelector), Services and ReplicaSets, and StatefulSets and
+// ReplicationControllers where the apiserver serves them (for default
+// spreading).
 //
 // # Leader election
 //

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -56,13 +57,13 @@ func (s *Scheduler) attempt(ctx context.Context, q workqueue.TypedRateLimitingIn
 	}
 	defer s.attempts.Add(1)
 	s.mu.Lock()
-	moves := s.moves
+	moves, podMoves := s.moves, s.podMoves
 	s.mu.Unlock()
 
 	info := NewPodInfo(pod)
 	node, err := s.profile.schedule(info, s.cache.updateSnapshot(&s.snap), s.rnd)
 	if err != nil {
-		s.failed(ctx, q, key, pod, moves, err)
+		s.failed(ctx, q, key, pod, moves, podMoves, err)
 		return
 	}
 	// Count the pod on its node before binding, so the next attempts see
@@ -81,16 +82,18 @@ func (s *Scheduler) attempt(ctx context.Context, q workqueue.TypedRateLimitingIn
 
 // failed sends a pod that fits nowhere back to the queue and tells why: the
 // PodScheduled condition and a FailedScheduling event.
-func (s *Scheduler) failed(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], key string, pod *v1.Pod, moves uint64, err error) {
+func (s *Scheduler) failed(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], key string, pod *v1.Pod, moves, podMoves uint64, err error) {
 	msg := err.Error()
 	s.log.Info("pod does not fit", "pod", key, "reason", msg)
+	var fe *FitError
+	byPods := errors.As(err, &fe) && fe.keptOutByPods()
 	s.mu.Lock()
-	if s.moves != moves {
+	if s.moves != moves || (byPods && s.podMoves != podMoves) {
 		// Something that may make it fit happened during the attempt.
 		s.limiter.When(key)
 		q.Add(key)
 	} else {
-		s.unschedulable[key] = struct{}{}
+		s.unschedulable[key] = byPods
 		q.AddRateLimited(key)
 	}
 	s.mu.Unlock()

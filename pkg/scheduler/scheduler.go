@@ -38,6 +38,9 @@ type Scheduler struct {
 	clock   clock.WithTicker
 	profile *profile
 	cache   *nodeCache
+	// listers are read by the cluster-wide plugins; Start adds the
+	// optional ones.
+	listers *Listers
 	// snap and rnd belong to the one goroutine that schedules.
 	snap snapshot
 	rnd  *rand.Rand
@@ -51,12 +54,15 @@ type Scheduler struct {
 	recorder    record.EventRecorder
 
 	// mu guards the queue of the current leadership term (nil between
-	// terms), the pods that did not fit, and the count of "move" events.
+	// terms), the pods that did not fit (true for those that other pods
+	// kept out: pod affinity, anti-affinity, topology spread), and the
+	// counts of "move" events: any, and assigned pods added or changed.
 	mu            sync.Mutex
 	queue         workqueue.TypedRateLimitingInterface[string]
 	limiter       workqueue.TypedRateLimiter[string]
-	unschedulable map[string]struct{}
+	unschedulable map[string]bool
 	moves         uint64
+	podMoves      uint64
 
 	// inflight counts bindings and status updates still running.
 	inflight sync.WaitGroup
@@ -71,23 +77,31 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	broadcaster := record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{Clock: cfg.Clock}))
+	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	podInf := factory.Core().V1().Pods()
+	nodeInf := factory.Core().V1().Nodes()
+	nsInf := factory.Core().V1().Namespaces()
+	svcInf := factory.Core().V1().Services()
+	rsInf := factory.Apps().V1().ReplicaSets()
+	listers := &Listers{Namespaces: nsInf.Lister(), Services: svcInf.Lister(), ReplicaSets: rsInf.Lister()}
 	s := &Scheduler{
 		cfg:         cfg,
 		client:      cfg.Client,
 		log:         cfg.Logger.With("component", "scheduler", "schedulerName", cfg.SchedulerName),
 		clock:       cfg.Clock,
-		profile:     newProfile(cfg.Score, &Listers{}),
+		profile:     newProfile(cfg.Score, listers),
 		cache:       newNodeCache(cfg.Clock, assumedTTL),
+		listers:     listers,
 		rnd:         rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
-		factory:     informers.NewSharedInformerFactory(cfg.Client, 0),
+		factory:     factory,
+		pods:        podInf.Lister(),
 		ready:       make(chan struct{}),
 		broadcaster: broadcaster,
 		recorder:    broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: cfg.SchedulerName}),
 	}
-	podInf := s.factory.Core().V1().Pods()
-	nodeInf := s.factory.Core().V1().Nodes()
-	s.pods = podInf.Lister()
-	s.synced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
+	for _, inf := range []cache.SharedIndexInformer{podInf.Informer(), nodeInf.Informer(), nsInf.Informer(), svcInf.Informer(), rsInf.Informer()} {
+		s.synced = append(s.synced, inf.HasSynced)
+	}
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.onPod(nil, obj.(*v1.Pod)) },
 		UpdateFunc: func(old, obj any) { s.onPod(old.(*v1.Pod), obj.(*v1.Pod)) },
@@ -130,6 +144,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
 	defer s.broadcaster.Shutdown()
 	ctx, cancel := context.WithCancel(ctx)
+	s.watchOptional()
 	s.factory.Start(ctx.Done())
 	defer s.factory.Shutdown()
 	defer cancel()
@@ -144,6 +159,37 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return nil
 	}
 	return s.campaign(ctx)
+}
+
+// watchOptional watches the StatefulSets and ReplicationControllers that
+// default spreading reads, where the apiserver serves them: an informer of
+// a resource it does not serve would never sync.
+func (s *Scheduler) watchOptional() {
+	if s.served("apps/v1", "statefulsets") {
+		inf := s.factory.Apps().V1().StatefulSets()
+		s.listers.StatefulSets = inf.Lister()
+		s.synced = append(s.synced, inf.Informer().HasSynced)
+	}
+	if s.served("v1", "replicationcontrollers") {
+		inf := s.factory.Core().V1().ReplicationControllers()
+		s.listers.ReplicationControllers = inf.Lister()
+		s.synced = append(s.synced, inf.Informer().HasSynced)
+	}
+}
+
+// served asks the apiserver's discovery whether it serves a resource.
+func (s *Scheduler) served(groupVersion, resource string) bool {
+	list, err := s.client.Discovery().ServerResourcesForGroupVersion(groupVersion)
+	if err != nil {
+		s.log.Info("resource not watched", "groupVersion", groupVersion, "resource", resource, "err", err)
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resource {
+			return true
+		}
+	}
+	return false
 }
 
 // campaign schedules during each term in which it holds the lease.
@@ -162,7 +208,7 @@ func (s *Scheduler) run(ctx context.Context) {
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](s.cfg.Backoff.Initial, s.cfg.Backoff.Max)
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Clock: s.clock})
 	s.mu.Lock()
-	s.queue, s.limiter, s.unschedulable = q, limiter, map[string]struct{}{}
+	s.queue, s.limiter, s.unschedulable = q, limiter, map[string]bool{}
 	s.mu.Unlock()
 	pods, _ := s.pods.List(labels.Everything())
 	for _, p := range pods {
@@ -221,6 +267,24 @@ func (s *Scheduler) moveAll(event string) {
 	clear(s.unschedulable)
 }
 
+// movePodsKeptOutByPods retries, now, the pods that did not fit because of
+// other pods: a pod was assigned, or an assigned pod's labels changed.
+func (s *Scheduler) movePodsKeptOutByPods(event string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.podMoves++
+	if s.queue == nil {
+		return
+	}
+	for key, byPods := range s.unschedulable {
+		if byPods {
+			s.log.Debug("retrying unschedulable pod", "event", event, "pod", key)
+			s.queue.Add(key)
+			delete(s.unschedulable, key)
+		}
+	}
+}
+
 // onPod handles an added (old == nil) or updated pod.
 func (s *Scheduler) onPod(old, pod *v1.Pod) {
 	key := podKey(pod)
@@ -232,7 +296,9 @@ func (s *Scheduler) onPod(old, pod *v1.Pod) {
 			}
 			return
 		}
-		s.cache.addOrUpdatePod(pod)
+		if s.cache.addOrUpdatePod(pod) {
+			s.movePodsKeptOutByPods("AssignedPodAdd")
+		}
 		return
 	}
 	if !s.responsible(pod) {

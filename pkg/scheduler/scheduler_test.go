@@ -2,9 +2,11 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -206,5 +208,141 @@ func TestWithCondition(t *testing.T) {
 	}
 	if want := `{"status":{"$setElementOrder/conditions":[{"type":"PodScheduled"},{"type":"Ready"}],"conditions":[{"message":"m2","type":"PodScheduled"}]}}`; string(patch) != want {
 		t.Errorf("patch = %s\nwant    %s", patch, want)
+	}
+}
+
+// podScheduledFalse returns the message of the pod's PodScheduled=False
+// Unschedulable condition, if it has one.
+func podScheduledFalse(t *testing.T, client *fake.Clientset, name string) string {
+	t.Helper()
+	p, err := client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == "Unschedulable" {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// boundTo lists the pods' nodes ("" for a pod not bound).
+func boundTo(t *testing.T, client *fake.Clientset, names ...string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range names {
+		p, err := client.CoreV1().Pods("default").Get(context.Background(), n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p.Spec.NodeName)
+	}
+	return out
+}
+
+func TestAntiAffineBurst(t *testing.T) {
+	// Five replicas at once that must not share a node, on three nodes:
+	// the pods assumed but not yet bound count, so three are placed, one
+	// a node, and two wait, saying why.
+	objs := []runtime.Object{node("a", "4", "8Gi", 110), node("b", "4", "8Gi", 110), node("c", "4", "8Gi", 110)}
+	var names []string
+	for i := range 5 {
+		names = append(names, fmt.Sprintf("web-%d", i))
+		objs = append(objs, webPod(names[i], avoidPods(podTerm(hostname, "app", "web"))))
+	}
+	client := fakeCluster(t, objs...)
+	clk := clocktesting.NewFakeClock(time.Now())
+	startFake(t, Config{Client: client, Clock: clk})
+
+	const msg = "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+	var pending []string
+	waitFor(t, "3 pods bound and 2 unschedulable", func() bool {
+		pending = pending[:0]
+		nodes := map[string]bool{}
+		for i, n := range boundTo(t, client, names...) {
+			if n != "" {
+				nodes[n] = true
+			} else if podScheduledFalse(t, client, names[i]) == msg {
+				pending = append(pending, names[i])
+			}
+		}
+		return len(nodes) == 3 && len(pending) == 2
+	})
+
+	// A replica goes away: one of the waiting ones takes its node, at once.
+	var gone string
+	for i, n := range boundTo(t, client, names...) {
+		if n != "" {
+			gone = names[i]
+			break
+		}
+	}
+	if err := client.CoreV1().Pods("default").Delete(context.Background(), gone, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a waiting pod bound", func() bool {
+		bound := 0
+		for _, n := range boundTo(t, client, pending...) {
+			if n != "" {
+				bound++
+			}
+		}
+		return bound == 1
+	})
+}
+
+func TestAssignedPodRetriesPodsWaitingForIt(t *testing.T) {
+	// The pod wants to be next to a db pod; none exists yet. When one is
+	// assigned (here by its spec), the pod is retried at once: the fake
+	// clock never lets its back-off end.
+	clk := clocktesting.NewFakeClock(time.Now())
+	client := fakeCluster(t, node("a", "4", "8Gi", 110), node("b", "4", "8Gi", 110),
+		webPod("web", requirePods(podTerm(hostname, "app", "db"))))
+	s := startFake(t, Config{Client: client, Clock: clk})
+	waitFor(t, "the first attempt", func() bool { return s.attempts.Load() == 1 })
+	waitFor(t, "the pod unschedulable", func() bool {
+		return podScheduledFalse(t, client, "web") == "0/2 nodes are available: 2 node(s) didn't match pod affinity rules."
+	})
+	if _, err := client.CoreV1().Pods("default").Create(context.Background(), pod("db", "", "", labelled("app", "db"), onNode("b")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the pod bound next to the db", func() bool { return boundTo(t, client, "web")[0] == "b" })
+	if n := s.attempts.Load(); n != 2 {
+		t.Errorf("%d attempts, want 2", n)
+	}
+}
+
+func TestDefaultSpreadingOfAStatefulSet(t *testing.T) {
+	// Big nodes, pods without requests: only the default spreading keeps
+	// the replicas apart. The apiserver serves StatefulSets, so the
+	// scheduler watches them.
+	ss := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:       appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+	}
+	objs := []runtime.Object{node("a", "32", "64Gi", 110), node("b", "32", "64Gi", 110), node("c", "32", "64Gi", 110), ss}
+	var names []string
+	for i := range 6 {
+		names = append(names, fmt.Sprintf("web-%d", i))
+		objs = append(objs, webPod(names[i], ownedBy("apps/v1", "StatefulSet", "web")))
+	}
+	client := fakeCluster(t, objs...)
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "statefulsets", Kind: "StatefulSet", Namespaced: true}}}}
+	s := startFake(t, Config{Client: client})
+	if s.listers.StatefulSets == nil || s.listers.ReplicationControllers != nil {
+		t.Errorf("watching StatefulSets %v, ReplicationControllers %v; want the served one only",
+			s.listers.StatefulSets != nil, s.listers.ReplicationControllers != nil)
+	}
+	perNode := map[string]int{}
+	waitFor(t, "6 pods bound", func() bool {
+		clear(perNode)
+		for _, n := range boundTo(t, client, names...) {
+			perNode[n]++
+		}
+		return perNode[""] == 0
+	})
+	if perNode["a"] != 2 || perNode["b"] != 2 || perNode["c"] != 2 {
+		t.Errorf("replicas per node %v, want 2 on each", perNode)
 	}
 }
