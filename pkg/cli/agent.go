@@ -245,7 +245,7 @@ func runLocalNode(ctx context.Context, f *agentFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	settings, err := clusterSettings(ctx, client, f, log)
+	settings, err := clusterSettings(ctx, client, clusterconfig.Settings{ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR, ClusterDomain: f.clusterDomain}, log)
 	if err != nil {
 		return err
 	}
@@ -263,14 +263,13 @@ func runLocalNode(ctx context.Context, f *agentFlags, log *slog.Logger) error {
 
 // clusterSettings are the node's pod range, Service range and DNS domain:
 // the cluster's (pkg/clusterconfig), so a join needs none of them; a flag
-// that disagrees is refused. A cluster that publishes none leaves the
-// flags, or Kubernetes' defaults, in force.
-func clusterSettings(ctx context.Context, client kubernetes.Interface, f *agentFlags, log *slog.Logger) (clusterconfig.Settings, error) {
+// (non-empty in flags) that disagrees is refused. A cluster that publishes
+// none leaves the flags, or Kubernetes' defaults, in force.
+func clusterSettings(ctx context.Context, client kubernetes.Interface, flags clusterconfig.Settings, log *slog.Logger) (clusterconfig.Settings, error) {
 	cluster, found, err := clusterconfig.Read(ctx, client)
 	if err != nil {
 		return clusterconfig.Settings{}, fmt.Errorf("the cluster's settings: %w", err)
 	}
-	flags := clusterconfig.Settings{ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR, ClusterDomain: f.clusterDomain}
 	defaults := clusterconfig.Settings{ClusterCIDR: controlplane.DefaultClusterCIDR, ServiceCIDR: apiserver.DefaultServiceCIDR,
 		ClusterDomain: controlplane.DefaultClusterDomain}
 	s, err := clusterconfig.Resolve(cluster, found, flags, defaults)

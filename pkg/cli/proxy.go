@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/minik8s/minik8s/pkg/controlplane"
+	"github.com/minik8s/minik8s/pkg/clusterconfig"
 	"github.com/minik8s/minik8s/pkg/proxy"
 )
 
@@ -18,8 +18,11 @@ type proxyFlags struct {
 	nodeName    string
 	netns       string
 	clusterCIDR string
+	serviceCIDR string
 	mode        string
 	cleanup     bool
+	// localhostNodePorts: NodePorts answer the node on 127.0.0.1.
+	localhostNodePorts bool
 }
 
 func proxyCommand() *cobra.Command {
@@ -44,9 +47,14 @@ func proxyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			settings, err := clusterSettings(cmd.Context(), client, clusterconfig.Settings{ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR}, log)
+			if err != nil {
+				return err
+			}
 			p, err := proxy.New(proxy.Config{
-				Client: client, NodeName: f.nodeName, HostNetNS: f.netns, ClusterCIDR: f.clusterCIDR, Mode: proxy.Mode(f.mode),
-				Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+				Client: client, NodeName: f.nodeName, HostNetNS: f.netns, Mode: proxy.Mode(f.mode), Logger: log,
+				ClusterCIDR: settings.ClusterCIDR, ServiceCIDR: settings.ServiceCIDR, LocalhostNodePorts: &f.localhostNodePorts,
 			})
 			if err != nil {
 				return err
@@ -59,7 +67,9 @@ func proxyCommand() *cobra.Command {
 	fl.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
 	fl.StringVar(&f.nodeName, "node-name", host, "the node this proxy serves (for logs)")
 	fl.StringVar(&f.netns, "netns", "", "the node's network namespace (a path such as /run/netns/NAME); empty: this process's own")
-	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range; connections to Services from outside it are masqueraded")
+	fl.StringVar(&f.clusterCIDR, "cluster-cidr", "", "pod IP range; connections to Services from outside it are masqueraded (default: the cluster's; refused if it disagrees)")
+	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "", "Service cluster IP range; connections to its addresses that no Service port claims are refused (default: the cluster's)")
+	fl.BoolVar(&f.localhostNodePorts, "localhost-nodeports", true, "NodePorts answer the node itself on 127.0.0.1 (sets route_localnet, with a guard that drops other hosts' packets for 127.0.0.0/8)")
 	fl.StringVar(&f.mode, "mode", string(proxy.ModeAuto), "how to program the kernel: auto (nftables when nft works, else iptables), nftables or iptables")
 	fl.BoolVar(&f.cleanup, "cleanup", false, "delete the proxy's nftables table and iptables chains and exit")
 	return cmd

@@ -154,7 +154,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// The service proxy programs this node's namespace; a node without a
 	// usable nft or iptables still runs pods, only without Services.
 	if px, err := proxy.New(proxy.Config{Client: client, NodeName: cfg.NodeName, HostNetNS: cfg.HostNetNS,
-		ClusterCIDR: cfg.ClusterCIDR, Mode: proxy.Mode(cfg.ProxyMode), Logger: log}); err != nil {
+		ClusterCIDR: cfg.ClusterCIDR, ServiceCIDR: cfg.ServiceCIDR, Mode: proxy.Mode(cfg.ProxyMode), Logger: log}); err != nil {
 		log.Warn("service proxy disabled", "err", err)
 	} else {
 		go func() {
