@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,11 +15,13 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/minik8s/minik8s/pkg/gateway"
 	"github.com/minik8s/minik8s/pkg/kubelet/network"
 )
 
 // webApp is a Deployment of busybox httpd pods that answer "<name>
-// <hostname>" on port 8080, and a Service <name> on port 80.
+// <hostname>" on port 8080 (and "<name> dir" at /dir/, to which httpd
+// redirects /dir), and a Service <name> on port 80.
 func webApp(name string, replicas int) string {
 	return fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
@@ -33,7 +36,7 @@ spec:
       containers:
       - name: web
         image: busybox
-        command: ["sh", "-c", "mkdir -p /www && echo %[1]s $(hostname) > /www/index.html && exec httpd -f -p 8080 -h /www"]
+        command: ["sh", "-c", "mkdir -p /www/dir && echo %[1]s $(hostname) > /www/index.html && echo %[1]s dir > /www/dir/index.html && exec httpd -f -p 8080 -h /www"]
         readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
 ---
 apiVersion: v1
@@ -88,8 +91,24 @@ spec:
 		}
 		return out, nil
 	}
-	// fetch is wget from the client pod, on the cluster DNS.
-	fetch := func(url string) (string, error) { return exec("timeout 5 wget -qO- " + url) }
+	// get is wget from the client pod, on the cluster DNS, following
+	// redirects: the body and the responses' headers. No response may
+	// name nginx's own port, which pods cannot reach.
+	get := func(url string) (body, headers string, err error) {
+		cmd := "timeout 5 wget -q -S -O- " + url
+		body, headers, err = k.Run(t, "exec", "client", "--", "sh", "-c", cmd)
+		if err != nil {
+			return body, headers, fmt.Errorf("%s: %v: %s %s", cmd, err, strings.TrimSpace(body), strings.TrimSpace(headers))
+		}
+		if strings.Contains(headers, ":"+strconv.Itoa(gateway.DefaultPort)) {
+			return body, headers, fmt.Errorf("%s: a response names nginx's port:\n%s", url, headers)
+		}
+		return body, headers, nil
+	}
+	fetch := func(url string) (string, error) {
+		body, _, err := get(url)
+		return body, err
+	}
 	eventually := func(what string, cond func() error) {
 		t.Helper()
 		deadline := time.Now().Add(time.Minute)
@@ -184,12 +203,18 @@ spec:
 	})
 
 	t.Run("a DNSRecord routes host and paths to services", func(t *testing.T) {
-		// dns-gateway.yaml's record: /path1 -> a, /path2 -> b.
-		eventually("minik8s.com/path1 from a pod", answersFrom("http://minik8s.com/path1/", "a"))
-		eventually("minik8s.com/path2 from a pod", answersFrom("http://minik8s.com/path2/", "b"))
+		// dns-gateway.yaml's record: /path1 -> a, /path2 -> b, as the
+		// seeds' users type them, and with the trailing slash.
+		eventually("minik8s.com/path1 from a pod", answersFrom("http://minik8s.com/path1", "a"))
+		eventually("minik8s.com/path2 from a pod", answersFrom("http://minik8s.com/path2", "b"))
+		for _, p := range []struct{ path, app string }{{"/path1/", "a"}, {"/path2/", "b"}} {
+			if err := answersFrom("http://minik8s.com"+p.path, p.app)(); err != nil {
+				t.Error(err)
+			}
+		}
 		// From another host (node n2's own namespace), on the cluster DNS.
 		eventually("minik8s.com/path1 from a node", func() error {
-			body, err := hostGet(n2.netns, "minik8s.com", "/path1/")
+			body, err := hostGet(n2.netns, "minik8s.com", "/path1")
 			if err == nil && !strings.HasPrefix(body, "a ") {
 				err = fmt.Errorf("answered %q", body)
 			}
@@ -217,7 +242,12 @@ spec:
   - {path: /path2, service: b, port: http}
   - {path: /path3, service: c, port: 80}
 `)
-		eventually("minik8s.com/path3 after the update", answersFrom("http://minik8s.com/path3/", "c"))
+		eventually("minik8s.com/path3 after the update", answersFrom("http://minik8s.com/path3", "c"))
+		// httpd redirects its /dir to /dir/: the client is sent to
+		// /path3/dir/, on the port it came to.
+		if body, headers, err := get("http://minik8s.com/path3/dir"); err != nil || body != "c dir\n" || !strings.Contains(headers, "Location: /path3/dir/\n") {
+			t.Errorf("minik8s.com/path3/dir: %q, %v, headers:\n%s", body, err, headers)
+		}
 		for _, p := range []struct{ path, app string }{{"/path1/", "a"}, {"/path2/", "b"}} {
 			if err := answersFrom("http://minik8s.com"+p.path, p.app)(); err != nil {
 				t.Errorf("after the update: %v", err)
