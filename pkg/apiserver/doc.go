@@ -1,7 +1,7 @@
 // Package apiserver serves the Kubernetes REST API over a storage.Store:
 // request routing, the generic create/get/list/update/patch/delete/watch
 // verbs for every resource in the registry table, content negotiation
-// (JSON, YAML, protobuf, Table, PartialObjectMetadata), discovery, metrics
-// and authentication. It holds no per-kind handlers: what differs between
-// kinds lives in pkg/registry.
+// (JSON, YAML, protobuf, Table, PartialObjectMetadata), discovery, metrics,
+// authentication, request deadlines and the health endpoints. It holds no
+// per-kind handlers: what differs between kinds lives in pkg/registry.
 package apiserver

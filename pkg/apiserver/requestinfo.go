@@ -73,8 +73,7 @@ func parseRequestInfo(r *http.Request) requestInfo {
 		}
 	}
 
-	q := r.URL.Query()
-	isWatch := watchPrefix || q.Get("watch") == "1" || q.Get("watch") == "true"
+	isWatch := watchPrefix || queryBool(r.URL.Query()["watch"])
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		switch {
@@ -107,4 +106,10 @@ func splitPath(p string) []string {
 		return nil
 	}
 	return strings.Split(p, "/")
+}
+
+// queryBool reads a boolean query parameter as Kubernetes' parameter
+// codec does: absent, "0" and "false" are false, anything else true.
+func queryBool(values []string) bool {
+	return len(values) > 0 && values[0] != "0" && !strings.EqualFold(values[0], "false")
 }
