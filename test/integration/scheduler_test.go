@@ -19,7 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/kubelet"
+	"github.com/minik8s/minik8s/pkg/kubelet/simulated"
 	"github.com/minik8s/minik8s/pkg/scheduler"
 )
 
@@ -409,4 +412,182 @@ func TestSchedulerLeaderElection(t *testing.T) {
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "second" {
 		t.Errorf("lease holder after failover = %v, want second", l.Spec.HolderIdentity)
 	}
+}
+
+// schedRack is the label the tests' simulated nodes are grouped by. It is
+// no zone: Kubernetes' default spreading weighs zones, with two nodes in
+// one zone and one in another it ties 2/1/2.
+const schedRack = "example.com/rack"
+
+// schedSimulatedNodes joins simulated nodes sim-0, sim-1, ... labelled by
+// rack (32 cpu and 64Gi each: a few pods without requests leave their
+// resource scores equal) and waits for them to be Ready.
+func schedSimulatedNodes(t *testing.T, c *cluster, racks ...string) []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var names []string
+	for i, rack := range racks {
+		name := fmt.Sprintf("sim-%d", i)
+		names = append(names, name)
+		p, err := simulated.New(simulated.Config{NodeName: name, NodeIP: fmt.Sprintf("172.31.0.%d", i+1), PodCIDR: fmt.Sprintf("10.244.%d.0/24", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := kubelet.New(kubelet.Config{Client: kubernetes.NewForConfigOrDie(c.config), NodeName: name, Provider: p,
+			HeartbeatInterval: time.Second, Labels: map[string]string{schedRack: rack}, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = k.Start(ctx) }()
+	}
+	waitFor(t, "the simulated nodes Ready", func(ctx context.Context) (bool, error) {
+		nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil || len(nodes.Items) != len(racks) {
+			return false, err
+		}
+		for _, n := range nodes.Items {
+			if !nodeReady(&n) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return names
+}
+
+// schedReplicaSet creates a ReplicaSet of busybox pods labelled app=name,
+// for the test scheduler, with their spec changed by spec.
+func schedReplicaSet(t *testing.T, c *cluster, ns, name string, replicas int32, spec func(*corev1.PodSpec)) {
+	t.Helper()
+	rs := rsNew(name, replicas)
+	rs.Spec.Template.Spec.SchedulerName = schedTestName
+	if spec != nil {
+		spec(&rs.Spec.Template.Spec)
+	}
+	if _, err := c.client.AppsV1().ReplicaSets(ns).Create(ctxT(t), rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// schedPlacement waits until, of the pods labelled app=name, running ones
+// run and pending ones have PodScheduled=False, Unschedulable, with the
+// message; it returns how many run on each node.
+func schedPlacement(t *testing.T, c *cluster, ns, name string, running, pending int, message string) map[string]int {
+	t.Helper()
+	perNode := map[string]int{}
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 45*time.Second, true, func(ctx context.Context) (bool, error) {
+		clear(perNode)
+		pods := rsActivePods(t, ctx, c, ns, map[string]string{"app": name})
+		var r, p int
+		var states []string
+		for i := range pods {
+			pod := &pods[i]
+			conds := schedConditions(pod)
+			states = append(states, fmt.Sprintf("%s on %q %s %+v", pod.Name, pod.Spec.NodeName, pod.Status.Phase, conds))
+			switch {
+			case pod.Status.Phase == corev1.PodRunning:
+				r++
+				perNode[pod.Spec.NodeName]++
+			case pod.Spec.NodeName == "" && len(conds) == 1 && conds[0].Status == corev1.ConditionFalse &&
+				conds[0].Reason == corev1.PodReasonUnschedulable && conds[0].Message == message:
+				p++
+			}
+		}
+		last = strings.Join(states, "; ")
+		return len(pods) == running+pending && r == running && p == pending, nil
+	})
+	if err != nil {
+		t.Fatalf("want %d pods of %s running and %d pending with %q; have %s", running, name, pending, message, last)
+	}
+	return perNode
+}
+
+// TestSchedulerPodAffinityAndSpreading: on three simulated nodes (two in
+// rack a, one in rack b), ReplicaSets are placed as Kubernetes places
+// them: required anti-affinity by hostname leaves a fourth replica
+// pending, DoNotSchedule spreading evens racks (not nodes) out, or keeps
+// replicas pending, and replicas without requests spread evenly by
+// default.
+func TestSchedulerPodAffinityAndSpreading(t *testing.T) {
+	c := startCluster(t)
+	rsStartControllers(t, c, false)
+	nodes := schedSimulatedNodes(t, c, "a", "a", "b")
+	schedRun(t, c, scheduler.Config{}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	namespace := func(name string) string {
+		if _, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	each := func(perNode map[string]int, want int) bool {
+		for _, n := range nodes {
+			if perNode[n] != want {
+				return false
+			}
+		}
+		return true
+	}
+	byRack := func(app string) corev1.TopologySpreadConstraint {
+		return corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: schedRack, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+		}
+	}
+
+	t.Run("required anti-affinity on hostname: 3 of 4 replicas run", func(t *testing.T) {
+		ns := namespace("anti")
+		schedReplicaSet(t, c, ns, "web", 4, func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					TopologyKey:   corev1.LabelHostname,
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				}},
+			}}
+		})
+		const msg = "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+		if perNode := schedPlacement(t, c, ns, "web", 3, 1, msg); !each(perNode, 1) {
+			t.Errorf("replicas per node %v, want 1 on each", perNode)
+		}
+		for _, p := range rsActivePods(t, ctx, c, ns, map[string]string{"app": "web"}) {
+			if p.Spec.NodeName == "" {
+				schedWaitEvent(t, ctx, c, ns, p.Name, "FailedScheduling", msg)
+			}
+		}
+	})
+
+	t.Run("topology spread DoNotSchedule evens racks out", func(t *testing.T) {
+		ns := namespace("racked")
+		schedReplicaSet(t, c, ns, "racked", 4, func(s *corev1.PodSpec) {
+			s.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{byRack("racked")}
+		})
+		perNode := schedPlacement(t, c, ns, "racked", 4, 0, "")
+		if a, b := perNode[nodes[0]]+perNode[nodes[1]], perNode[nodes[2]]; a != 2 || b != 2 {
+			t.Errorf("replicas per node %v: %d in rack a, %d in rack b; want 2 and 2", perNode, a, b)
+		}
+	})
+
+	t.Run("topology spread DoNotSchedule counting a rack the pods may not use keeps them pending", func(t *testing.T) {
+		// Pinned to rack a, with nodeAffinityPolicy Ignore: rack b counts,
+		// with none, so rack a may take one.
+		ns := namespace("pinned")
+		schedReplicaSet(t, c, ns, "pinned", 3, func(s *corev1.PodSpec) {
+			s.NodeSelector = map[string]string{schedRack: "a"}
+			s.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{byRack("pinned")}
+			s.TopologySpreadConstraints[0].NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore)
+		})
+		schedPlacement(t, c, ns, "pinned", 1, 2,
+			"0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't match pod topology spread constraints.")
+	})
+
+	t.Run("replicas without requests spread evenly by default", func(t *testing.T) {
+		ns := namespace("plain")
+		schedReplicaSet(t, c, ns, "plain", 6, nil)
+		if perNode := schedPlacement(t, c, ns, "plain", 6, 0, ""); !each(perNode, 2) {
+			t.Errorf("replicas per node %v, want 2 on each", perNode)
+		}
+	})
 }
