@@ -189,6 +189,7 @@ spec:
 	// A restart ends leftovers, binds and serves the routes of now.
 	run = startAddons(t, cfgPath)
 	run.running(t)
+	serves("/one", "app /\n") // nginx reloaded with the record's routes
 	// Leftovers, as there were before the watchdogs: with them killed
 	// first, nginx's workers outlive their SIGKILLed master.
 	for _, p := range run.descendants(t, "minik8s-supervisor-watchdog") {
