@@ -1,12 +1,15 @@
 package scheduler
 
 import (
+	"context"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // The reasons of InterPodAffinity, worded as kube-scheduler words them.
@@ -158,13 +161,39 @@ func (c *topologyCounts) add(node *v1.Node, key string, n int64) {
 	(*c)[topologyPair{key, v}] += n
 }
 
-// sumOverNodes runs count for every node (in parallel when there are
-// many) and adds up what it counted.
+// nodesWith returns the nodes for which has is true.
+func nodesWith(nodes []*NodeInfo, has func(n *NodeInfo) bool) []*NodeInfo {
+	var out []*NodeInfo
+	for _, n := range nodes {
+		if has(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// sumOverNodes runs count for every node and adds up what it counted. Many
+// nodes are split in parallelism parts, each counted on a goroutine of its
+// own.
 func sumOverNodes(nodes []*NodeInfo, count func(n *NodeInfo, c *topologyCounts)) topologyCounts {
-	perNode := make([]topologyCounts, len(nodes))
-	parallelize(len(nodes), func(i int) { count(nodes[i], &perNode[i]) })
-	var sum topologyCounts
-	for _, c := range perNode {
+	parts := 1
+	if len(nodes) >= parallelFrom {
+		parts = parallelism
+	}
+	size := (len(nodes) + parts - 1) / parts
+	perPart := make([]topologyCounts, parts)
+	countPart := func(p int) {
+		for _, n := range nodes[min(p*size, len(nodes)):min((p+1)*size, len(nodes))] {
+			count(n, &perPart[p])
+		}
+	}
+	if parts == 1 {
+		countPart(0)
+		return perPart[0]
+	}
+	workqueue.ParallelizeUntil(context.Background(), parts, parts, countPart)
+	sum := perPart[0]
+	for _, c := range perPart[1:] {
 		for tp, n := range c {
 			if sum == nil {
 				sum = topologyCounts{}
@@ -233,10 +262,8 @@ func (pl InterPodAffinity) resolved(terms []affinityTerm) []affinityTerm {
 // the incoming pod.
 func (pl InterPodAffinity) PreFilter(pod *PodInfo, nodes []*NodeInfo) NodeFilter {
 	nsLabels := pl.namespaceLabels(pod.Pod.Namespace)
-	existingAnti := sumOverNodes(nodes, func(n *NodeInfo, c *topologyCounts) {
-		if n.podsWithRequiredAntiAffinity == 0 {
-			return
-		}
+	withAnti := nodesWith(nodes, func(n *NodeInfo) bool { return n.podsWithRequiredAntiAffinity > 0 })
+	existingAnti := sumOverNodes(withAnti, func(n *NodeInfo, c *topologyCounts) {
 		for _, ep := range n.Pods {
 			for i := range ep.podAffinity.requiredAnti {
 				t := &ep.podAffinity.requiredAnti[i]
@@ -314,10 +341,13 @@ func (pl InterPodAffinity) PreFilter(pod *PodInfo, nodes []*NodeInfo) NodeFilter
 func (pl InterPodAffinity) PreScore(pod *PodInfo, _, all []*NodeInfo) *NodeScorer {
 	preferred := pl.resolved(pod.podAffinity.preferred)
 	preferredAnti := pl.resolved(pod.podAffinity.preferredAnti)
-	own := len(preferred)+len(preferredAnti) > 0
+	nodes := all
+	if len(preferred)+len(preferredAnti) == 0 {
+		nodes = nodesWith(all, func(n *NodeInfo) bool { return n.podsWithAffinity > 0 })
+	}
 	nsLabels := pl.namespaceLabels(pod.Pod.Namespace)
-	scores := sumOverNodes(all, func(n *NodeInfo, c *topologyCounts) {
-		if len(n.Node.Labels) == 0 || (!own && n.podsWithAffinity == 0) {
+	scores := sumOverNodes(nodes, func(n *NodeInfo, c *topologyCounts) {
+		if len(n.Node.Labels) == 0 {
 			return
 		}
 		add := func(terms []affinityTerm, target *v1.Pod, nsLabels labels.Set, sign int64) {

@@ -240,3 +240,37 @@ func TestTopologySpreadMessage(t *testing.T) {
 		t.Errorf("the second replica: %v, want %q", err, want)
 	}
 }
+
+// BenchmarkScheduleWithPodAffinity schedules a ReplicaSet's pod with
+// required anti-affinity, preferred affinity and two spread constraints
+// among nodes in 3 zones, each running pods with terms of their own.
+func BenchmarkScheduleWithPodAffinity(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			owned := ownedBy("apps/v1", "ReplicaSet", "web")
+			var nodes []*NodeInfo
+			for i := range n {
+				name := fmt.Sprintf("n%05d", i)
+				var pods []*v1.Pod
+				if i%2 == 0 {
+					pods = append(pods, pod("db-"+name, "100m", "128Mi", onNode(name), labelled("app", "db"),
+						preferAvoidPods(weighted(5, podTerm(hostname, "app", "web")))))
+				}
+				if i%3 == 0 {
+					pods = append(pods, webPod("web-"+name, onNode(name), owned))
+				}
+				nodes = append(nodes, NewNodeInfo(node(name, "32", "64Gi", 110, withLabels(zone, fmt.Sprint(i%3))), pods...))
+			}
+			p := newProfile(ScoreConfig{Strategy: LeastAllocated, Resources: cpuMem}, listersOf(replicaSet("web", "app", "web")))
+			pi := NewPodInfo(webPod("p", owned, avoidPods(podTerm(hostname, "app", "web")), preferPods(weighted(10, podTerm(zone, "app", "db"))),
+				spreading(spread(100, zone, v1.DoNotSchedule, "app", "web"), spread(1, hostname, v1.ScheduleAnyway, "app", "web"))))
+			rnd := rand.New(rand.NewPCG(1, 2))
+			b.ResetTimer()
+			for range b.N {
+				if _, err := p.schedule(pi, nodes, rnd); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -236,32 +236,25 @@ func (pl PodTopologySpread) PreFilter(pod *PodInfo, nodes []*NodeInfo) NodeFilte
 	if len(cs) == 0 {
 		return nil
 	}
-	// perNode[i][j]: the pods of node i constraint j selects, -1 when it
-	// does not count the node.
-	perNode := make([][]int, len(nodes))
+	// counts[i*len(cs)+j]: the pods of node i constraint j selects, -1
+	// when it does not count the node.
+	counts := make([]int, len(nodes)*len(cs))
 	parallelize(len(nodes), func(i int) {
-		n := nodes[i]
-		if !hasTopologyKeys(n.Node, cs) {
-			return
-		}
-		counts := make([]int, len(cs))
+		n, counts := nodes[i], counts[i*len(cs):(i+1)*len(cs)]
 		for j := range cs {
 			counts[j] = -1
-			if cs[j].counts(pod, n) {
+			if hasTopologyKeys(n.Node, cs) && cs[j].counts(pod, n) {
 				counts[j] = countMatching(n.Pods, cs[j].selector, pod.Pod.Namespace)
 			}
 		}
-		perNode[i] = counts
 	})
 	domains := make([]map[string]int, len(cs))
 	for j := range cs {
 		domains[j] = map[string]int{}
 	}
-	for i, counts := range perNode {
-		for j, n := range counts {
-			if n >= 0 {
-				domains[j][nodes[i].Node.Labels[cs[j].topologyKey]] += n
-			}
+	for i, n := range counts {
+		if c := &cs[i%len(cs)]; n >= 0 {
+			domains[i%len(cs)][nodes[i/len(cs)].Node.Labels[c.topologyKey]] += n
 		}
 	}
 	minMatch, self := make([]int, len(cs)), make([]int, len(cs))
