@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -144,7 +145,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
 	defer s.broadcaster.Shutdown()
 	ctx, cancel := context.WithCancel(ctx)
-	s.watchOptional()
+	s.watchOptional(ctx)
 	s.factory.Start(ctx.Done())
 	defer s.factory.Shutdown()
 	defer cancel()
@@ -164,13 +165,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // watchOptional watches the StatefulSets and ReplicationControllers that
 // default spreading reads, where the apiserver serves them: an informer of
 // a resource it does not serve would never sync.
-func (s *Scheduler) watchOptional() {
-	if s.served("apps/v1", "statefulsets") {
+func (s *Scheduler) watchOptional(ctx context.Context) {
+	if s.served(ctx, "apps/v1", "statefulsets") {
 		inf := s.factory.Apps().V1().StatefulSets()
 		s.listers.StatefulSets = inf.Lister()
 		s.synced = append(s.synced, inf.Informer().HasSynced)
 	}
-	if s.served("v1", "replicationcontrollers") {
+	if s.served(ctx, "v1", "replicationcontrollers") {
 		inf := s.factory.Core().V1().ReplicationControllers()
 		s.listers.ReplicationControllers = inf.Lister()
 		s.synced = append(s.synced, inf.Informer().HasSynced)
@@ -178,8 +179,8 @@ func (s *Scheduler) watchOptional() {
 }
 
 // served asks the apiserver's discovery whether it serves a resource.
-func (s *Scheduler) served(groupVersion, resource string) bool {
-	list, err := s.client.Discovery().ServerResourcesForGroupVersion(groupVersion)
+func (s *Scheduler) served(ctx context.Context, groupVersion, resource string) bool {
+	list, err := discovery.ToDiscoveryInterfaceWithContext(s.client.Discovery()).ServerResourcesForGroupVersionWithContext(ctx, groupVersion)
 	if err != nil {
 		s.log.Info("resource not watched", "groupVersion", groupVersion, "resource", resource, "err", err)
 		return false
