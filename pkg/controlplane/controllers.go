@@ -3,12 +3,11 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"sync"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/minik8s/minik8s/pkg/component"
 	"github.com/minik8s/minik8s/pkg/controllermanager"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/scheduler"
@@ -27,11 +26,11 @@ func loopbackConfig(url string, b *pki.Bundle) *rest.Config {
 	}
 }
 
-// startControllers runs the scheduler and the controller manager, each
-// leader-elected, until ctx ends; the returned channel closes once they
-// have stopped. cfg.DisableControllers names controller-manager
-// controllers or "scheduler".
-func startControllers(ctx context.Context, cfg Config, url string, b *pki.Bundle, log *slog.Logger) (<-chan struct{}, error) {
+// controllerParts are the scheduler and the controller manager, each
+// leader-elected, reaching the apiserver of api once it serves.
+// cfg.DisableControllers names controller-manager controllers or
+// "scheduler".
+func controllerParts(cfg Config, api *apiserverPart) ([]component.Part, error) {
 	var disable []string
 	runScheduler := true
 	for _, name := range cfg.DisableControllers {
@@ -42,45 +41,38 @@ func startControllers(ctx context.Context, cfg Config, url string, b *pki.Bundle
 		disable = append(disable, name)
 	}
 	cm := controllermanager.Config{
-		REST: loopbackConfig(url, b), CA: b, ClusterCIDR: cfg.ClusterCIDR, Disable: disable,
-		LeaderElection: true, Options: cfg.Controllers, Logger: log,
+		ClusterCIDR: cfg.ClusterCIDR, Disable: disable,
+		LeaderElection: true, Options: cfg.Controllers, Logger: cfg.Logger,
 	}
-	if err := cm.Validate(); err != nil {
+	// The apiserver's address is known once it serves; the names are
+	// checked now.
+	check := cm
+	check.REST = &rest.Config{}
+	if err := check.Validate(); err != nil {
 		return nil, fmt.Errorf("%w (or scheduler)", err)
 	}
-	parts := map[string]func(context.Context) error{
-		"controller-manager": func(ctx context.Context) error { return controllermanager.Run(ctx, cm) },
-	}
+	var parts []component.Part
 	if runScheduler {
-		// Each pod costs the scheduler a binding and an event: it gets its
-		// own, faster client.
-		sc := loopbackConfig(url, b)
-		sc.QPS, sc.Burst, sc.UserAgent = 500, 1000, "minik8s-scheduler"
-		schedClient, err := kubernetes.NewForConfig(sc)
-		if err != nil {
-			return nil, fmt.Errorf("scheduler client: %w", err)
-		}
-		sched, err := scheduler.New(scheduler.Config{Client: schedClient, Logger: log,
-			LeaderElection: scheduler.LeaderElectionConfig{Enabled: true}})
-		if err != nil {
-			return nil, err
-		}
-		parts["scheduler"] = sched.Start
-	}
-	var wg sync.WaitGroup
-	for name, start := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := start(ctx); err != nil && ctx.Err() == nil {
-				log.Error("control plane part stopped", "part", name, "err", err)
+		parts = append(parts, component.Func("scheduler", func(ctx context.Context) error {
+			// Each pod costs the scheduler a binding and an event: it
+			// gets its own, faster client.
+			sc := loopbackConfig(api.cp.URL, api.cp.Bundle)
+			sc.QPS, sc.Burst, sc.UserAgent = 500, 1000, "minik8s-scheduler"
+			client, err := kubernetes.NewForConfig(sc)
+			if err != nil {
+				return fmt.Errorf("client: %w", err)
 			}
-		}()
+			sched, err := scheduler.New(scheduler.Config{Client: client, Logger: cfg.Logger,
+				LeaderElection: scheduler.LeaderElectionConfig{Enabled: true}})
+			if err != nil {
+				return err
+			}
+			return sched.Start(ctx)
+		}))
 	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	return done, nil
+	return append(parts, component.Func("controller-manager", func(ctx context.Context) error {
+		cm := cm
+		cm.REST, cm.CA = loopbackConfig(api.cp.URL, api.cp.Bundle), api.cp.Bundle
+		return controllermanager.Run(ctx, cm)
+	})), nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/apiserver"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/clusterconfig"
+	"github.com/minik8s/minik8s/pkg/component"
 	"github.com/minik8s/minik8s/pkg/controllermanager"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/storage"
@@ -111,41 +112,110 @@ func (c *Config) clusterSettings() clusterconfig.Settings {
 	return clusterconfig.Settings{ClusterCIDR: c.ClusterCIDR, ServiceCIDR: c.ServiceCIDR, ClusterDomain: c.ClusterDomain}
 }
 
-// Run starts etcd, then the apiserver, and serves until ctx ends.
+// Run runs the control plane's parts (Parts) until ctx ends or one of
+// them fails; the error names the part ("apiserver: listen tcp ...").
 func Run(ctx context.Context, cfg Config) error {
-	if err := cfg.complete(); err != nil {
+	parts, err := Parts(cfg)
+	if err != nil {
 		return err
 	}
+	return component.Run(ctx, parts...)
+}
+
+// Parts are the control plane's parts in start order, each started once
+// the one before it is ready: etcd (embedded, or the client of an
+// external one), the apiserver (ready once it serves, with the node
+// token and the cluster settings in place), the scheduler and the
+// controller manager, and "ready", which calls cfg.Ready. Stopped in
+// reverse order, the controllers stop while the apiserver still answers:
+// the scheduler releases its lease, so a restarted server schedules at
+// once instead of waiting for the old lease to expire.
+func Parts(cfg Config) ([]component.Part, error) {
+	if err := cfg.complete(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return fmt.Errorf("create data dir: %w", err)
+		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	log := cfg.Logger
+	db := &etcdPart{cfg: &cfg, ready: make(chan struct{})}
+	api := &apiserverPart{cfg: &cfg, db: db, ready: make(chan struct{})}
+	controllers, err := controllerParts(cfg, api)
+	if err != nil {
+		return nil, err
+	}
+	parts := append([]component.Part{db, api}, controllers...)
+	return append(parts, component.Do("ready", func(context.Context) error {
+		if cfg.Ready != nil {
+			cfg.Ready(api.cp)
+		}
+		return nil
+	})), nil
+}
 
-	var store storage.Store
-	var etcdEndpoint string
-	if len(cfg.EtcdServers) > 0 {
-		s, err := etcd.Dial(ctx, cfg.EtcdServers, etcd.WithLogger(log))
+// etcdPart is the cluster's store: an embedded etcd, or a client of the
+// external one.
+type etcdPart struct {
+	cfg   *Config
+	ready chan struct{}
+	// Set before ready closes.
+	store    storage.Store
+	endpoint string // the embedded etcd's; empty for an external one
+}
+
+func (p *etcdPart) Name() string           { return "etcd" }
+func (p *etcdPart) Ready() <-chan struct{} { return p.ready }
+
+func (p *etcdPart) Start(ctx context.Context) error {
+	log := p.cfg.Logger
+	if len(p.cfg.EtcdServers) > 0 {
+		s, err := etcd.Dial(ctx, p.cfg.EtcdServers, etcd.WithLogger(log))
 		if err != nil {
 			return err
 		}
 		defer s.Close()
-		store = s
-	} else {
-		e, err := etcd.StartEmbedded(ctx, etcd.EmbedConfig{Dir: filepath.Join(cfg.DataDir, "etcd"), Logger: log})
-		if err != nil {
-			return err
-		}
-		defer e.Close()
-		s := etcd.New(e.Client, etcd.WithLogger(log))
-		defer s.Close()
-		store, etcdEndpoint = s, e.Endpoint
+		p.store = s
+		close(p.ready)
+		<-ctx.Done()
+		return nil
 	}
+	e, err := etcd.StartEmbedded(ctx, etcd.EmbedConfig{Dir: filepath.Join(p.cfg.DataDir, "etcd"), Logger: log})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	s := etcd.New(e.Client, etcd.WithLogger(log))
+	defer s.Close()
+	p.store, p.endpoint = s, e.Endpoint
+	close(p.ready)
+	select {
+	case err := <-e.Err():
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
 
+// apiserverPart is the apiserver on its TLS port, with the cluster's
+// certificates, admin.kubeconfig, the node token and the cluster
+// settings: ready once all are in place.
+type apiserverPart struct {
+	cfg   *Config
+	db    *etcdPart
+	ready chan struct{}
+	// cp describes the control plane, set before ready closes.
+	cp ControlPlane
+}
+
+func (p *apiserverPart) Name() string           { return "apiserver" }
+func (p *apiserverPart) Ready() <-chan struct{} { return p.ready }
+
+func (p *apiserverPart) Start(ctx context.Context) error {
+	cfg, log := p.cfg, p.cfg.Logger
 	key, err := storage.LoadOrCreateKey(filepath.Join(cfg.DataDir, "pki", "encryption.key"))
 	if err != nil {
 		return err
 	}
-	bundle, err := pki.Ensure(pki.Config{Dir: filepath.Join(cfg.DataDir, "pki"), Hosts: servingHosts(cfg)})
+	bundle, err := pki.Ensure(pki.Config{Dir: filepath.Join(cfg.DataDir, "pki"), Hosts: servingHosts(*cfg)})
 	if err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
@@ -161,7 +231,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// the apiserver's storage path (decrypting), once the apiserver exists.
 	secrets := &secretReader{}
 	api, err := apiserver.New(apiserver.Config{
-		Store: store, EncryptionKey: key, Logger: log, BookmarkInterval: cfg.BookmarkInterval, ServiceCIDR: cfg.ServiceCIDR,
+		Store: p.db.store, EncryptionKey: key, Logger: log, BookmarkInterval: cfg.BookmarkInterval, ServiceCIDR: cfg.ServiceCIDR,
 		Authenticator:     authn.Union(authn.NewX509(bundle.CAPool), tokens, authn.NewBootstrapToken(secrets.get, nil)),
 		KubeletClientCert: kubeletCert,
 	})
@@ -175,7 +245,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	tlsConfig := &tls.Config{
 		Certificates: []tls.Certificate{bundle.Serving},
@@ -185,63 +255,56 @@ func Run(ctx context.Context, cfg Config) error {
 		NextProtos:   []string{"h2", "http/1.1"},
 	}
 	srv := &http.Server{Handler: api.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 30 * time.Second}
-	port := ln.Addr().(*net.TCPAddr).Port
-	url := "https://127.0.0.1:" + strconv.Itoa(port)
-	kubeconfig := filepath.Join(cfg.DataDir, KubeconfigName)
-
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		// Watches are long-lived; closing rather than waiting on them.
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			_ = srv.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := p.serving(ctx, port, api, bundle); err != nil {
+		return err
+	}
+	close(p.ready)
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// serving writes admin.kubeconfig for the apiserver serving on port,
+// ensures the node token and publishes the cluster settings; then p.cp
+// describes the control plane.
+func (p *apiserverPart) serving(ctx context.Context, port int, api *apiserver.Server, bundle *pki.Bundle) error {
+	cfg, log := p.cfg, p.cfg.Logger
+	url := "https://127.0.0.1:" + strconv.Itoa(port)
+	kubeconfig := filepath.Join(cfg.DataDir, KubeconfigName)
 	if err := pki.WriteKubeconfig(kubeconfig, url, bundle); err != nil {
-		_ = srv.Close()
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	log.Info("apiserver serving", "url", url, "kubeconfig", kubeconfig)
 	nodeTokenPath := filepath.Join(cfg.DataDir, NodeTokenName)
 	admin, err := kubernetes.NewForConfig(loopbackConfig(url, bundle))
 	if err != nil {
-		_ = srv.Close()
 		return err
 	}
 	nodeToken, err := ensureNodeToken(ctx, admin, nodeTokenPath, bundle.CAPEM, time.Now(), log)
 	if err != nil {
-		_ = srv.Close()
 		return err
 	}
 	if err := clusterconfig.Publish(ctx, admin, cfg.clusterSettings()); err != nil {
-		_ = srv.Close()
 		return err
 	}
 	log.Info("nodes join with minik8s agent --server https://<address>:<port> --token <join token>",
 		"port", port, "joinTokenFile", nodeTokenPath)
-	controllersDone, err := startControllers(ctx, cfg, url, bundle, log)
-	if err != nil {
-		_ = srv.Close()
-		return err
-	}
-	defer func() { <-controllersDone }()
-	if cfg.Ready != nil {
-		cfg.Ready(ControlPlane{URL: url, KubeconfigPath: kubeconfig, EtcdEndpoint: etcdEndpoint, Server: api, Bundle: bundle,
-			NodeToken: nodeToken, NodeTokenPath: nodeTokenPath})
-	}
-
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("apiserver: %w", err)
-	case <-ctx.Done():
-	}
-	// Controllers stop first, while the apiserver still answers: the
-	// scheduler releases its lease, so a restarted server schedules at once
-	// instead of waiting for the old lease to expire.
-	select {
-	case <-controllersDone:
-	case <-time.After(5 * time.Second):
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	// Watches are long-lived; closing rather than waiting on them.
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		_ = srv.Close()
-	}
+	p.cp = ControlPlane{URL: url, KubeconfigPath: kubeconfig, EtcdEndpoint: p.db.endpoint, Server: api, Bundle: bundle,
+		NodeToken: nodeToken, NodeTokenPath: nodeTokenPath}
 	return nil
 }
 
