@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/minik8s/minik8s/pkg/component"
 	"github.com/minik8s/minik8s/pkg/image"
 	"github.com/minik8s/minik8s/pkg/kubelet"
 	"github.com/minik8s/minik8s/pkg/kubelet/local"
@@ -65,34 +66,92 @@ type Config struct {
 	Logger   *slog.Logger
 }
 
-// Run brings the node up and serves until ctx ends.
+// Run runs the node's parts (Parts) until ctx ends or one of them fails;
+// the error names the part ("containerd: ...").
 func Run(ctx context.Context, cfg Config) error {
-	if cfg.NodeName == "" || cfg.NodeIP == "" || cfg.REST == nil {
-		return errors.New("node: name, IP and credentials are required")
+	parts, err := Parts(cfg)
+	if err != nil {
+		return err
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
+	return component.Run(ctx, parts...)
+}
+
+// Parts are the node's parts in start order: containerd (ready once it
+// answers and has the built-in images), the host's routes (ready once
+// the cluster and service ranges are routed; then it keeps a route to
+// every other node's pods), the service proxy and the kubelet. A node
+// without a usable nft or iptables has no service proxy (a warning): it
+// still runs pods, only without Services.
+func Parts(cfg Config) ([]component.Part, error) {
+	if cfg.NodeName == "" || cfg.NodeIP == "" || cfg.REST == nil {
+		return nil, errors.New("node: name, IP and credentials are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	if cfg.KubeletAddress == "" {
 		cfg.KubeletAddress = fmt.Sprintf(":%d", kubelet.DefaultServerPort)
 	}
-	d, err := daemon.Ensure(ctx, daemon.Config{Address: cfg.ContainerdAddress})
+	client, err := kubernetes.NewForConfig(cfg.REST)
 	if err != nil {
-		return fmt.Errorf("containerd: %w", err)
+		return nil, err
 	}
-	if d.Started {
-		log.Info("started containerd", "address", d.Address, "log", d.LogPath)
-		defer func() { _ = d.Stop(context.WithoutCancel(ctx)) }()
+	ctrd := &containerdPart{cfg: &cfg, ready: make(chan struct{})}
+	parts := []component.Part{ctrd, &routesPart{cfg: &cfg, client: client, ready: make(chan struct{})}}
+	if px, err := proxy.New(proxy.Config{Client: client, NodeName: cfg.NodeName, HostNetNS: cfg.HostNetNS,
+		ClusterCIDR: cfg.ClusterCIDR, ServiceCIDR: cfg.ServiceCIDR, Mode: proxy.Mode(cfg.ProxyMode), Logger: cfg.Logger}); err != nil {
+		cfg.Logger.Warn("service proxy disabled", "err", err)
+	} else {
+		parts = append(parts, component.Func("service proxy", px.Start))
 	}
-	if err := image.EnsureBuiltin(ctx, d.Address); err != nil {
-		return fmt.Errorf("built-in images: %w", err)
-	}
-	rt, err := runtime.New(ctx, runtime.Config{Address: d.Address, Node: cfg.NodeName, Logger: log})
+	return append(parts, component.Func("kubelet", func(ctx context.Context) error {
+		return runKubelet(ctx, cfg, client, ctrd.address)
+	})), nil
+}
+
+// containerdPart makes sure containerd answers (starting it when none
+// does, and stopping the one it started) with the built-in images.
+type containerdPart struct {
+	cfg   *Config
+	ready chan struct{}
+	// address is containerd's socket, set before ready closes.
+	address string
+}
+
+func (p *containerdPart) Name() string           { return "containerd" }
+func (p *containerdPart) Ready() <-chan struct{} { return p.ready }
+
+func (p *containerdPart) Start(ctx context.Context) error {
+	d, err := daemon.Ensure(ctx, daemon.Config{Address: p.cfg.ContainerdAddress})
 	if err != nil {
 		return err
 	}
-	routes, err := network.NewRoutes(network.RoutesConfig{NodeName: cfg.NodeName, HostNetNS: cfg.HostNetNS, Logger: log})
+	if d.Started {
+		p.cfg.Logger.Info("started containerd", "address", d.Address, "log", d.LogPath)
+	}
+	if err := image.EnsureBuiltin(ctx, d.Address); err != nil {
+		return errors.Join(fmt.Errorf("built-in images: %w", err), d.Stop(context.WithoutCancel(ctx)))
+	}
+	p.address = d.Address
+	close(p.ready)
+	<-ctx.Done()
+	return d.Stop(context.WithoutCancel(ctx))
+}
+
+// routesPart blackholes the cluster range, routes the service range to
+// the pod bridge, then keeps a route to every other node's pod CIDR.
+type routesPart struct {
+	cfg    *Config
+	client kubernetes.Interface
+	ready  chan struct{}
+}
+
+func (p *routesPart) Name() string           { return "routes" }
+func (p *routesPart) Ready() <-chan struct{} { return p.ready }
+
+func (p *routesPart) Start(ctx context.Context) error {
+	cfg := p.cfg
+	routes, err := network.NewRoutes(network.RoutesConfig{NodeName: cfg.NodeName, HostNetNS: cfg.HostNetNS, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
@@ -106,7 +165,16 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("service CIDR route: %w", err)
 		}
 	}
-	client, err := kubernetes.NewForConfig(cfg.REST)
+	close(p.ready)
+	syncRoutes(ctx, p.client, routes, cfg.Logger)
+	return nil
+}
+
+// runKubelet runs the kubelet with the local provider (containers on the
+// containerd at address, pods on CNI) until ctx ends.
+func runKubelet(ctx context.Context, cfg Config, client kubernetes.Interface, address string) error {
+	log := cfg.Logger
+	rt, err := runtime.New(ctx, runtime.Config{Address: address, Node: cfg.NodeName, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -149,19 +217,6 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 	if err != nil {
 		return err
-	}
-	go syncRoutes(ctx, client, routes, log)
-	// The service proxy programs this node's namespace; a node without a
-	// usable nft or iptables still runs pods, only without Services.
-	if px, err := proxy.New(proxy.Config{Client: client, NodeName: cfg.NodeName, HostNetNS: cfg.HostNetNS,
-		ClusterCIDR: cfg.ClusterCIDR, ServiceCIDR: cfg.ServiceCIDR, Mode: proxy.Mode(cfg.ProxyMode), Logger: log}); err != nil {
-		log.Warn("service proxy disabled", "err", err)
-	} else {
-		go func() {
-			if err := px.Start(ctx); err != nil {
-				log.Error("service proxy stopped", "err", err)
-			}
-		}()
 	}
 	return k.Start(ctx)
 }
