@@ -168,20 +168,29 @@ func New(cfg Config) (*Gateway, error) {
 func (g *Gateway) HostsFile() string { return g.cfg.HostsFile }
 
 // Start runs nginx, publishes the gateway Service and keeps routes, the
-// hosts file and statuses in step until ctx ends.
+// hosts file and statuses in step until ctx ends. An nginx that refuses
+// the gateway's first configuration fails it at once; one that does not
+// serve yet (another server holds its port) is a warning, and it is
+// restarted until it serves.
 func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.prepare(); err != nil {
 		return err
+	}
+	if err := g.testConfig(ctx, g.confPath); err != nil {
+		return fmt.Errorf("nginx refused its configuration (see %s): %w", g.confPath, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// What nginx's supervisor or the Service's publisher return before
+	// ctx ends stops the gateway.
+	failed := make(chan error, 2)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		if err := g.nginx.Start(ctx); err != nil {
-			g.log.Error("nginx", "err", err)
+			failed <- fmt.Errorf("nginx: %w", err)
 		}
 	}()
 
@@ -194,7 +203,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	}
 	go func() {
 		defer wg.Done()
-		_ = hostservice.Publish(ctx, hostservice.PublishConfig{
+		err := hostservice.Publish(ctx, hostservice.PublishConfig{
 			Client: g.cfg.Client, Address: g.cfg.Address, NodeName: g.cfg.NodeName, Logger: g.log,
 			Service: hostservice.Service{
 				Namespace: metav1.NamespaceSystem, Name: ServiceName, ManagedBy: ManagedBy,
@@ -211,6 +220,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 				}
 			},
 		})
+		if err != nil {
+			failed <- fmt.Errorf("gateway service: %w", err)
+		}
 	}()
 
 	factory := informers.NewSharedInformerFactory(g.cfg.Client, 0)
@@ -235,6 +247,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 	}
 	select {
 	case <-g.nginx.Started():
+	case err := <-failed:
+		return err
 	case <-ctx.Done():
 		return nil
 	}
@@ -262,6 +276,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case err := <-failed:
+			return err
 		case <-changed:
 		case <-resync.C:
 		}
@@ -393,10 +409,9 @@ func (g *Gateway) applyNginx(ctx context.Context, r routes) error {
 	if err := os.WriteFile(next, []byte(full), 0o644); err != nil {
 		return err
 	}
-	out, err := exec.CommandContext(ctx, g.cfg.Nginx, "-t", "-q", "-p", g.cfg.Dir, "-c", next, "-e", filepath.Join(g.cfg.Dir, "error.log")).CombinedOutput()
-	if err != nil {
+	if err := g.testConfig(ctx, next); err != nil {
 		g.refused = conf
-		return fmt.Errorf("nginx refused the new configuration (kept the old one; see %s): %v: %s", next, err, out)
+		return fmt.Errorf("nginx refused the new configuration (kept the old one; see %s): %w", next, err)
 	}
 	if err := os.Rename(next, g.confPath); err != nil {
 		return err
@@ -406,6 +421,16 @@ func (g *Gateway) applyNginx(ctx context.Context, r routes) error {
 		return fmt.Errorf("reload nginx: %w", err)
 	}
 	g.log.Info("nginx reloaded", "conf", g.confPath)
+	return nil
+}
+
+// testConfig has nginx test the configuration at path (nginx -t); a
+// refusal is an error with nginx's words, on one line.
+func (g *Gateway) testConfig(ctx context.Context, path string) error {
+	out, err := exec.CommandContext(ctx, g.cfg.Nginx, "-t", "-q", "-p", g.cfg.Dir, "-c", path, "-e", filepath.Join(g.cfg.Dir, "error.log")).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, strings.Join(strings.Fields(string(out)), " "))
+	}
 	return nil
 }
 
