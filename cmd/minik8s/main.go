@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	// CronJobs' spec.timeZone works on hosts without zone files.
 	_ "time/tzdata"
@@ -18,7 +19,8 @@ func main() {
 	err := cli.Run(ctx, os.Args[1:])
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
+		// One line, naming the part that failed: "minik8s: apiserver: listen tcp ...".
+		fmt.Fprintln(os.Stderr, "minik8s:", strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
 		os.Exit(1)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/minik8s/minik8s/pkg/apiserver"
+	"github.com/minik8s/minik8s/pkg/component"
 	"github.com/minik8s/minik8s/pkg/controlplane"
 	"github.com/minik8s/minik8s/pkg/dns"
 	"github.com/minik8s/minik8s/pkg/gateway"
@@ -51,38 +51,11 @@ func upCommand() *cobra.Command {
 			if os.Geteuid() != 0 {
 				return errors.New("minik8s up runs containers and sets up pod networking, so it must run as root (minik8s server runs the control plane alone without root)")
 			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			ctx := cmd.Context()
-			cp, stop, err := controlplane.Start(ctx, controlplane.Config{
-				DataDir: f.dataDir, Port: f.port, Logger: log,
-				ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR,
-			})
+			parts, err := upParts(f, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 			if err != nil {
 				return err
 			}
-			defer func() { _ = stop() }()
-			capacity, err := parseResources(f.capacity)
-			if err != nil {
-				return err
-			}
-			certPEM, keyPEM, err := cp.Bundle.IssueClientCert("system:node:"+f.nodeName, []string{"system:nodes"}, 0)
-			if err != nil {
-				return fmt.Errorf("node credential: %w", err)
-			}
-			clusterDNS, stopAddons, err := startAddons(ctx, cp, f, log)
-			if err != nil {
-				return err
-			}
-			defer stopAddons()
-			return node.Run(ctx, node.Config{
-				ClusterDNS: clusterDNS, ClusterDomain: dns.DefaultClusterDomain, ProxyMode: f.proxyMode,
-				NodeName: f.nodeName, NodeIP: f.nodeIP,
-				REST: &rest.Config{Host: cp.URL, UserAgent: "minik8s-kubelet", QPS: 50, Burst: 100,
-					TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: certPEM, KeyData: keyPEM}},
-				ClientCA: cp.Bundle.CAPool, ContainerdAddress: f.containerd,
-				ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR,
-				RootDir: filepath.Join(f.dataDir, "kubelet"), Capacity: capacity, Logger: log,
-			})
+			return component.Run(cmd.Context(), parts...)
 		},
 	}
 	fl := cmd.Flags()
@@ -98,13 +71,121 @@ func upCommand() *cobra.Command {
 	return cmd
 }
 
-// startAddons runs the cluster's add-ons on this host in the background:
-// the gateway's nginx (pkg/gateway) and CoreDNS (pkg/dns), which serves
-// the gateway's host names too (see docs/design/0007-dns.md and
-// 0009-gateway.md). It returns the nameservers for the kubelet: the
-// kube-dns clusterIP, or none (the host's resolvers) when there is no
-// coredns binary. stop ends them and waits.
-func startAddons(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, log *slog.Logger) (nameservers []string, stop func(), err error) {
+// upParts are a whole cluster's parts in start order: the control
+// plane's, the add-ons (upAddons), the node, and the node's control-plane
+// role label.
+func upParts(f *upFlags, log *slog.Logger) ([]component.Part, error) {
+	capacity, err := parseResources(f.capacity)
+	if err != nil {
+		return nil, err
+	}
+	// cp is set once the control plane is ready, before the parts after
+	// it start.
+	var cp controlplane.ControlPlane
+	parts, err := controlplane.Parts(controlplane.Config{
+		DataDir: f.dataDir, Port: f.port, Logger: log,
+		ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR,
+		Ready: func(ready controlplane.ControlPlane) { cp = ready },
+	})
+	if err != nil {
+		return nil, err
+	}
+	addons, clusterDNS, err := upAddons(&cp, f, log)
+	if err != nil {
+		return nil, err
+	}
+	parts = append(parts, addons...)
+	return append(parts,
+		component.Func("node", func(ctx context.Context) error {
+			certPEM, keyPEM, err := cp.Bundle.IssueClientCert("system:node:"+f.nodeName, []string{"system:nodes"}, 0)
+			if err != nil {
+				return fmt.Errorf("credential: %w", err)
+			}
+			return node.Run(ctx, node.Config{
+				ClusterDNS: clusterDNS, ClusterDomain: dns.DefaultClusterDomain, ProxyMode: f.proxyMode,
+				NodeName: f.nodeName, NodeIP: f.nodeIP,
+				REST: &rest.Config{Host: cp.URL, UserAgent: "minik8s-kubelet", QPS: 50, Burst: 100,
+					TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: certPEM, KeyData: keyPEM}},
+				ClientCA: cp.Bundle.CAPool, ContainerdAddress: f.containerd,
+				ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR,
+				RootDir: filepath.Join(f.dataDir, "kubelet"), Capacity: capacity, Logger: log,
+			})
+		}),
+		component.Do("control-plane role", func(ctx context.Context) error {
+			client, _, err := adminClients(cp)
+			if err != nil {
+				return err
+			}
+			return controlplane.MarkControlPlaneNode(ctx, client, f.nodeName)
+		})), nil
+}
+
+// upAddons are the cluster's add-ons on this host, run once the control
+// plane at *cp is ready: default/kubernetes, the gateway's nginx
+// (pkg/gateway) and CoreDNS (pkg/dns), which serves the gateway's host
+// names too (see docs/design/0007-dns.md and 0009-gateway.md). An add-on
+// whose program is absent is off, with a warning. nameservers are for the
+// kubelet: the kube-dns clusterIP, or none (the host's resolvers) when
+// there is no coredns binary.
+func upAddons(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) (parts []component.Part, nameservers []string, err error) {
+	// default/kubernetes: pods reach this apiserver at the node's pod
+	// gateway, as in-cluster clients expect.
+	parts = append(parts, component.Func("kubernetes service", func(ctx context.Context) error {
+		client, _, err := adminClients(*cp)
+		if err != nil {
+			return err
+		}
+		svc, err := apiserverService(cp.URL, f.serviceCIDR)
+		if err != nil {
+			return err
+		}
+		return hostservice.Publish(ctx, hostservice.PublishConfig{Client: client, Service: svc, NodeName: f.nodeName, Logger: log})
+	}))
+	// Pods, and this host itself: its connections to a clusterIP leave
+	// from one of its own addresses.
+	hostNets := hostAddresses()
+	var hostsFile string
+	if _, err := gateway.FindNginx(); err != nil {
+		log.Warn("gateway is off: DNSRecords and Ingresses are not served", "err", err)
+	} else {
+		dir := filepath.Join(f.dataDir, "gateway")
+		hostsFile = filepath.Join(dir, "hosts")
+		parts = append(parts, component.Func("gateway", func(ctx context.Context) error {
+			client, dyn, err := adminClients(*cp)
+			if err != nil {
+				return err
+			}
+			gw, err := gateway.New(gateway.Config{Client: client, Dynamic: dyn, Dir: dir, HostsFile: hostsFile,
+				NodeName: f.nodeName, AllowNets: append([]string{f.clusterCIDR, "127.0.0.0/8"}, hostNets...), Logger: log})
+			if err != nil {
+				return err
+			}
+			return gw.Start(ctx)
+		}))
+	}
+	if _, err := dns.FindBinary(); err != nil {
+		log.Warn("cluster DNS is off: no coredns binary (make deps installs it); pods use the host's resolvers", "err", err)
+		return parts, nil, nil
+	}
+	clusterIP, err := dns.ServiceIP(f.serviceCIDR)
+	if err != nil {
+		return nil, nil, err
+	}
+	parts = append(parts, component.Func("cluster DNS", func(ctx context.Context) error {
+		client, _, err := adminClients(*cp)
+		if err != nil {
+			return err
+		}
+		return dns.RunOnHost(ctx, dns.HostConfig{
+			DataDir: f.dataDir, APIServer: cp.URL, Bundle: cp.Bundle, Client: client, NodeName: f.nodeName,
+			ServiceCIDR: f.serviceCIDR, ClusterCIDR: f.clusterCIDR, AllowNets: hostNets, HostsFile: hostsFile, Logger: log,
+		})
+	}))
+	return parts, []string{clusterIP.String()}, nil
+}
+
+// adminClients are the add-ons' clients of the control plane cp.
+func adminClients(cp controlplane.ControlPlane) (kubernetes.Interface, dynamic.Interface, error) {
 	rc := &rest.Config{Host: cp.URL, UserAgent: "minik8s-addons",
 		TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: cp.Bundle.AdminCertPEM, KeyData: cp.Bundle.AdminKeyPEM}}
 	client, err := kubernetes.NewForConfig(rc)
@@ -115,59 +196,7 @@ func startAddons(ctx context.Context, cp controlplane.ControlPlane, f *upFlags, 
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	stop = func() { cancel(); wg.Wait() }
-	run := func(name string, start func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := start(ctx); err != nil {
-				log.Error(name+" stopped", "err", err)
-			}
-		}()
-	}
-	run("control-plane role", func(ctx context.Context) error {
-		return controlplane.MarkControlPlaneNode(ctx, client, f.nodeName)
-	})
-	// default/kubernetes: pods reach this apiserver at the node's pod
-	// gateway, as in-cluster clients expect.
-	if svc, err := apiserverService(cp.URL, f.serviceCIDR); err != nil {
-		log.Warn("no default/kubernetes service", "err", err)
-	} else {
-		run("kubernetes service", func(ctx context.Context) error {
-			return hostservice.Publish(ctx, hostservice.PublishConfig{Client: client, Service: svc, NodeName: f.nodeName, Logger: log})
-		})
-	}
-	// Pods, and this host itself: its connections to a clusterIP leave
-	// from one of its own addresses.
-	hostNets := hostAddresses()
-	allow := append([]string{f.clusterCIDR, "127.0.0.0/8"}, hostNets...)
-	var hostsFile string
-	gw, err := gateway.New(gateway.Config{Client: client, Dynamic: dyn, Dir: filepath.Join(f.dataDir, "gateway"),
-		NodeName: f.nodeName, AllowNets: allow, Logger: log})
-	if err != nil {
-		log.Warn("gateway is off: DNSRecords and Ingresses are not served", "err", err)
-	} else {
-		hostsFile = gw.HostsFile()
-		run("gateway", gw.Start)
-	}
-	if _, err := dns.FindBinary(); err != nil {
-		log.Warn("cluster DNS is off: no coredns binary (make deps installs it); pods use the host's resolvers", "err", err)
-		return nil, stop, nil
-	}
-	clusterIP, err := dns.ServiceIP(f.serviceCIDR)
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	run("cluster DNS", func(ctx context.Context) error {
-		return dns.RunOnHost(ctx, dns.HostConfig{
-			DataDir: f.dataDir, APIServer: cp.URL, Bundle: cp.Bundle, Client: client, NodeName: f.nodeName,
-			ServiceCIDR: f.serviceCIDR, ClusterCIDR: f.clusterCIDR, AllowNets: hostNets, HostsFile: hostsFile, Logger: log,
-		})
-	})
-	return []string{clusterIP.String()}, stop, nil
+	return client, dyn, nil
 }
 
 // hostAddresses are this host's IPv4 addresses, as /32 networks.
