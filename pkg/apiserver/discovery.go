@@ -67,11 +67,11 @@ func newDiscovery(table *registry.Table) *discovery {
 		if r.Scale != nil {
 			sub("scale", "Scale", "autoscaling", "v1", metav1.Verbs{"get", "patch", "update"})
 		}
-		if r.Binding {
-			sub("binding", "Binding", "", "", metav1.Verbs{"create"})
+		for _, a := range r.Actions {
+			sub(a.Name, a.Kind, "", "", metav1.Verbs{"create"})
 		}
-		if r.Kind == "Namespace" {
-			sub("finalize", "Namespace", "", "", metav1.Verbs{"update"})
+		if r.Finalize {
+			sub("finalize", r.Kind, "", "", metav1.Verbs{"update"})
 		}
 		if isPods(r) { // served by the kubelets (proxy.go)
 			sub("attach", "PodAttachOptions", "", "", metav1.Verbs{"create", "get"})

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/kinds"
 )
 
 // TestDiscoveryGroupOrder: /apis lists Kubernetes' groups first, in
@@ -18,7 +19,7 @@ func TestDiscoveryGroupOrder(t *testing.T) {
 	want := []string{"apps", "autoscaling", "batch", "networking.k8s.io", "storage.k8s.io", "coordination.k8s.io",
 		"discovery.k8s.io", "certificates.k8s.io", "metrics.k8s.io", "minik8s.io"}
 	for range 20 { // map order differs between runs: the result may not
-		table, err := registry.NewTable(scheme, registry.All())
+		table, err := registry.NewTable(scheme, kinds.All())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +40,7 @@ func TestDiscoveryDNSRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, err := registry.NewTable(scheme, registry.All())
+	table, err := registry.NewTable(scheme, kinds.All())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,5 +3,7 @@
 // verbs for every resource in the registry table, content negotiation
 // (JSON, YAML, protobuf, Table, PartialObjectMetadata), discovery, metrics,
 // authentication, request deadlines and the health endpoints. It holds no
-// per-kind handlers: what differs between kinds lives in pkg/registry.
+// per-kind handlers: what differs between kinds is the registry.Resource
+// each kind's file in pkg/registry/kinds fills, whose hooks the handlers
+// call.
 package apiserver

@@ -20,9 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/minik8s/minik8s/pkg/registry"
-	"github.com/minik8s/minik8s/pkg/registry/defaults"
-	"github.com/minik8s/minik8s/pkg/registry/printers"
-	"github.com/minik8s/minik8s/pkg/registry/validation"
+	"github.com/minik8s/minik8s/pkg/registry/kinds"
 )
 
 // fuzzPod is the stored object the fuzzed patches apply to.
@@ -159,7 +157,7 @@ func FuzzDecode(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	table, err := registry.NewTable(scheme, registry.All())
+	table, err := registry.NewTable(scheme, kinds.All())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -275,22 +273,19 @@ func FuzzDecode(f *testing.F) {
 func admit(t *testing.T, s *Server, res *registry.Resource, obj, old runtime.Object) {
 	t.Helper()
 	if old == nil {
-		defaults.Default(obj)
+		res.ApplyDefaults(obj)
 		if res.PrepareForCreate != nil {
 			res.PrepareForCreate(obj)
 		}
-		_ = validation.Validate(obj, res.Namespaced)
+		_ = res.ValidateCreate(obj)
 	} else {
-		for _, sub := range []subresource{mainResource, statusResource, bindingResource} {
+		for _, sub := range []subresource{mainResource, statusResource, actionResource} {
 			if _, err := s.prepareUpdate(res, obj.DeepCopyObject(), old.DeepCopyObject(), sub); err != nil {
 				checkAPIError(t, err)
 			}
 		}
 	}
-	p, ok := printers.Lookup(res.GroupVersionKind().GroupKind())
-	if !ok {
-		p = printers.Default
-	}
+	p := res.TablePrinter()
 	if cells := p.Cells(obj, time.Now()); len(cells) != len(p.Columns) {
 		t.Fatalf("%d cells for %d columns", len(cells), len(p.Columns))
 	}

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -48,7 +47,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	case "status":
 		err = s.serveStatus(w, r, res, info, statusResource)
 	case "finalize":
-		if res.Kind != "Namespace" || info.Verb != "update" {
+		if !res.Finalize || info.Verb != "update" {
 			err = methodNotAllowed(info)
 		} else {
 			err = s.serveStatus(w, r, res, info, finalizeResource)
@@ -65,18 +64,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		} else {
 			err = s.serveScale(w, r, res, info)
 		}
-	case "binding":
-		if !res.Binding || info.Verb != "create" {
-			err = apierrors.NewNotFound(schema.GroupResource{}, "")
-		} else {
-			err = s.serveBinding(w, r, res, info)
-		}
 	case "log":
 		err = s.servePodLog(w, r, res, info)
 	case "exec", "attach", "portforward":
 		err = s.servePodStream(w, r, res, info)
 	default:
-		err = apierrors.NewNotFound(schema.GroupResource{}, "")
+		if a, ok := res.Action(info.Subresource); ok && info.Verb == "create" {
+			err = s.serveAction(w, r, res, a, info)
+		} else {
+			err = apierrors.NewNotFound(schema.GroupResource{}, "")
+		}
 	}
 	if err != nil {
 		writeError(w, err)
@@ -407,50 +404,27 @@ func applyScale(res *registry.Resource, current runtime.Object, scale *autoscali
 	return current, nil
 }
 
-// serveBinding assigns a pod to a node, once, as the scheduler does.
-func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	binding := &corev1.Binding{}
-	if _, err := s.decodeRequest(r, corev1.SchemeGroupVersion.WithKind("Binding"), binding); err != nil {
+// serveAction serves a POST subresource that changes the object in one
+// step (registry.Action: a pod's binding).
+func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, res *registry.Resource, a *registry.Action, info requestInfo) error {
+	body := a.New()
+	if _, err := s.decodeRequest(r, res.GroupVersion().WithKind(a.Kind), body); err != nil {
 		return err
 	}
-	if binding.Target.Name == "" {
-		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, binding.Name, nil)
+	if a.Check != nil {
+		if err := a.Check(body); err != nil {
+			return err
+		}
 	}
 	wo, err := writeOptionsFrom(r)
 	if err != nil {
 		return err
 	}
-	_, err = s.update(r.Context(), res, info.Namespace, info.Name, bindingResource, func(current runtime.Object) (runtime.Object, error) {
-		pod := current.(*corev1.Pod)
-		if pod.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(res.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+	_, err = s.update(r.Context(), res, info.Namespace, info.Name, actionResource, func(current runtime.Object) (runtime.Object, error) {
+		if err := a.Apply(current, body, s.now()); err != nil {
+			return nil, err
 		}
-		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(res.GroupResource(), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
-		}
-		if binding.UID != "" && binding.UID != pod.UID {
-			return nil, apierrors.NewConflict(res.GroupResource(), pod.Name, fmt.Errorf("precondition failed: UID in binding %s does not match the pod's %s", binding.UID, pod.UID))
-		}
-		pod.Spec.NodeName = binding.Target.Name
-		for k, v := range binding.Annotations {
-			if pod.Annotations == nil {
-				pod.Annotations = map[string]string{}
-			}
-			pod.Annotations[k] = v
-		}
-		scheduled := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(s.now())}
-		replaced := false
-		for i := range pod.Status.Conditions {
-			if pod.Status.Conditions[i].Type == corev1.PodScheduled {
-				pod.Status.Conditions[i] = scheduled
-				replaced = true
-			}
-		}
-		if !replaced {
-			pod.Status.Conditions = append(pod.Status.Conditions, scheduled)
-		}
-		pod.ResourceVersion = binding.ResourceVersion
-		return pod, nil
+		return current, nil
 	}, wo)
 	if err != nil {
 		return err

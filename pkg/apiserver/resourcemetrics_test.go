@@ -23,6 +23,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/kubelet/stats"
 	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/kinds"
 	"github.com/minik8s/minik8s/pkg/storage"
 )
 
@@ -484,7 +485,7 @@ func TestSummaryCacheSharesARead(t *testing.T) {
 // nothing to measure.
 func TestServerWithoutPodsHasNoMetricsAPI(t *testing.T) {
 	var resources []*registry.Resource
-	for _, r := range registry.Builtin() {
+	for _, r := range kinds.Builtin() {
 		if r.Resource != "pods" {
 			resources = append(resources, r)
 		}

@@ -23,8 +23,6 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/registry"
-	"github.com/minik8s/minik8s/pkg/registry/defaults"
-	"github.com/minik8s/minik8s/pkg/registry/validation"
 	"github.com/minik8s/minik8s/pkg/storage"
 )
 
@@ -94,18 +92,18 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, 
 	} else {
 		m.SetGeneration(1)
 	}
-	if res.Status && res.Kind != "Node" {
+	if res.Status && !res.KeepStatusOnCreate {
 		// Status is the controllers' to write; a new object starts without one.
 		resetField(obj, "Status")
 	}
-	defaults.Default(obj)
+	res.ApplyDefaults(obj)
 	if res.PrepareForCreate != nil {
 		res.PrepareForCreate(obj)
 	}
 	if res.CreatedBy != nil {
 		res.CreatedBy(obj, requesterFrom(ctx))
 	}
-	if errs := validation.Validate(obj, res.Namespaced); len(errs) > 0 {
+	if errs := res.ValidateCreate(obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), m.GetName(), errs)
 	}
 	data, err := encodeStored(obj)
@@ -163,9 +161,9 @@ const (
 	statusResource subresource = "status"
 	// finalizeResource is the namespace's spec.finalizers.
 	finalizeResource subresource = "finalize"
-	// bindingResource is the scheduler setting a pod's node: the one spec
-	// change that a pod update may not make.
-	bindingResource subresource = "binding"
+	// actionResource is a registry.Action, such as the scheduler setting a
+	// pod's node: the one spec change that a pod update may not make.
+	actionResource subresource = "action"
 	// approvalResource is a CSR's Approved and Denied conditions.
 	approvalResource subresource = "approval"
 )
@@ -274,7 +272,7 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 		copyField(obj, desired, "Spec")
 	default:
 		obj = desired
-		if res.Status && sub != bindingResource {
+		if res.Status && sub != actionResource {
 			copyField(obj, current, "Status")
 		}
 		if res.PrepareForUpdate != nil {
@@ -292,7 +290,7 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 	om.SetSelfLink("")
 	om.SetResourceVersion(cm.GetResourceVersion())
 	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
-	defaults.Default(obj)
+	res.ApplyDefaults(obj)
 	// metadata.generation is the server's, set before validation as
 	// Kubernetes' strategies do: a client sending none (a kubectl apply
 	// patch removing what a replace saved) or a stale one is not refused.
@@ -300,13 +298,13 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 	if !res.NoGeneration && !apiequality.Semantic.DeepEqual(specOf(obj), specOf(current)) {
 		om.SetGeneration(cm.GetGeneration() + 1)
 	}
-	validate := validation.ValidateUpdate
-	if sub == bindingResource {
-		validate = func(obj, _ runtime.Object, namespaced bool) field.ErrorList {
-			return validation.Validate(obj, namespaced)
-		}
+	var errs field.ErrorList
+	if sub == actionResource {
+		errs = res.ValidateCreate(obj)
+	} else {
+		errs = res.ValidateChange(obj, current)
 	}
-	if errs := validate(obj, current, res.Namespaced); len(errs) > 0 {
+	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), om.GetName(), errs)
 	}
 	if cm.GetDeletionTimestamp() != nil && len(om.GetFinalizers()) > len(cm.GetFinalizers()) && !subset(om.GetFinalizers(), cm.GetFinalizers()) {
@@ -324,10 +322,7 @@ func (s *Server) mustWaitForDeletion(res *registry.Resource, obj runtime.Object)
 	if len(m.GetFinalizers()) > 0 {
 		return true
 	}
-	if ns, ok := obj.(*corev1.Namespace); ok {
-		return len(ns.Spec.Finalizers) > 0
-	}
-	return false
+	return res.HoldsDeletion != nil && res.HoldsDeletion(obj)
 }
 
 // deleteOptions are the parts of metav1.DeleteOptions the server acts on.
@@ -363,8 +358,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, n
 		if res.GracefulDelete != nil {
 			grace, graceful = res.GracefulDelete(obj, opts.grace)
 		}
-		if n, ok := obj.(*corev1.Namespace); ok && n.Status.Phase != corev1.NamespaceTerminating {
-			n.Status.Phase = corev1.NamespaceTerminating
+		if res.MarkDeleting != nil && res.MarkDeleting(obj) {
 			changed = true
 		}
 		if graceful || s.mustWaitForDeletion(res, obj) {
@@ -527,14 +521,14 @@ func randomSuffix() string {
 }
 
 func (s *Server) hookBefore(ctx context.Context, res *registry.Resource, obj, old runtime.Object) (func(), error) {
-	if h, ok := s.hooks[res.GroupVersionKind().GroupKind()]; ok {
-		return h.before(ctx, obj, old)
+	if h, ok := s.hooks[res]; ok {
+		return h.Before(ctx, obj, old)
 	}
 	return func() {}, nil
 }
 
 func (s *Server) hookAfter(ctx context.Context, res *registry.Resource, obj, old runtime.Object) {
-	if h, ok := s.hooks[res.GroupVersionKind().GroupKind()]; ok {
-		h.after(ctx, obj, old)
+	if h, ok := s.hooks[res]; ok {
+		h.After(ctx, obj, old)
 	}
 }

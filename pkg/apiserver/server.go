@@ -25,6 +25,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/apiserver/openapi"
 	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/kinds"
 	"github.com/minik8s/minik8s/pkg/storage"
 )
 
@@ -37,7 +38,7 @@ type Config struct {
 	EncryptionKey []byte
 	// Authenticator identifies callers; nil serves everyone (in-process tests only).
 	Authenticator authn.Authenticator
-	// Resources to serve; nil means registry.All().
+	// Resources to serve; nil means kinds.All().
 	Resources []*registry.Resource
 	// BookmarkInterval is how often watches that allow bookmarks get one.
 	BookmarkInterval time.Duration
@@ -60,6 +61,12 @@ type Config struct {
 	RequestTimeout time.Duration
 }
 
+// Defaults of the service address ranges, as Kubernetes'.
+const (
+	DefaultServiceCIDR   = "10.96.0.0/12"
+	DefaultNodePortRange = "30000-32767"
+)
+
 // Server is the Kubernetes API over a Store.
 type Server struct {
 	cfg       Config
@@ -70,10 +77,11 @@ type Server struct {
 	discovery *discovery
 	openapi   http.Handler
 	metrics   *metrics
-	hooks     map[schema.GroupKind]writeHook
-	kubelet   *kubeletClient
-	log       *slog.Logger
-	now       func() time.Time
+	// hooks keep state outside the objects in step with their writes.
+	hooks   map[*registry.Resource]registry.WriteHook
+	kubelet *kubeletClient
+	log     *slog.Logger
+	now     func() time.Time
 	// summaries and metricsCodecs serve metrics.k8s.io (nil summaries
 	// when the table has no pods or nodes).
 	summaries     *summaryCache
@@ -86,7 +94,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("apiserver: a Store is required")
 	}
 	if cfg.Resources == nil {
-		cfg.Resources = registry.All()
+		cfg.Resources = kinds.All()
 	}
 	if cfg.BookmarkInterval == 0 {
 		cfg.BookmarkInterval = time.Minute
@@ -144,8 +152,8 @@ func New(cfg Config) (*Server, error) {
 		if r.Scale != nil {
 			subs = append(subs, "scale")
 		}
-		if r.Binding {
-			subs = append(subs, "binding")
+		for _, a := range r.Actions {
+			subs = append(subs, a.Name)
 		}
 		if r.Approval != nil {
 			subs = append(subs, "approval")
@@ -159,13 +167,20 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build openapi: %w", err)
 	}
-	services, err := newServiceAllocator(store, cfg.ServiceCIDR, portMin, portMax)
-	if err != nil {
-		return nil, err
+	hooks := map[*registry.Resource]registry.WriteHook{}
+	for _, r := range table.All {
+		if r.NewWriteHook == nil {
+			continue
+		}
+		h, err := r.NewWriteHook(registry.HookConfig{Store: store, ServiceCIDR: cfg.ServiceCIDR, NodePortMin: portMin, NodePortMax: portMax})
+		if err != nil {
+			return nil, err
+		}
+		hooks[r] = h
 	}
 	s := &Server{
 		cfg: cfg, store: store, table: table, scheme: scheme,
-		hooks:     map[schema.GroupKind]writeHook{{Kind: "Service"}: services},
+		hooks:     hooks,
 		codecs:    serializer.NewCodecFactory(scheme),
 		discovery: newDiscovery(table),
 		openapi:   oapi,

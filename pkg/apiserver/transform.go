@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/minik8s/minik8s/pkg/registry"
-	"github.com/minik8s/minik8s/pkg/registry/printers"
 )
 
 // tableOptions carry ?includeObject= for table rows.
@@ -17,10 +16,7 @@ type tableOptions struct {
 
 // toTable renders objects as a metav1.Table with the kind's columns.
 func (s *Server) toTable(res *registry.Resource, objs []runtime.Object, listMeta metav1.ListMeta, opts tableOptions) (*metav1.Table, error) {
-	p, ok := printers.Lookup(res.GroupVersionKind().GroupKind())
-	if !ok {
-		p = printers.Default
-	}
+	p := res.TablePrinter()
 	now := s.now()
 	t := &metav1.Table{
 		TypeMeta:          metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"},

@@ -1,17 +1,28 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
+	"time"
 
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minik8s/minik8s/pkg/registry/printers"
+	"github.com/minik8s/minik8s/pkg/registry/validation"
+	"github.com/minik8s/minik8s/pkg/storage"
 )
 
-// Resource describes one REST resource.
+// Resource describes one REST resource: where it lives, and the strategy
+// the generic handlers in pkg/apiserver follow for its objects. Each kind
+// fills its entry in one file of pkg/registry/kinds.
 type Resource struct {
 	schema.GroupVersionResource
 	Kind       string
@@ -22,10 +33,32 @@ type Resource struct {
 	// Status is true when the resource has a /status subresource: the main
 	// resource then ignores status changes and /status ignores everything else.
 	Status bool
+	// KeepStatusOnCreate keeps the status a new object is created with (a
+	// node registers with its own); otherwise a resource with Status starts
+	// without one, status being the controllers' to write.
+	KeepStatusOnCreate bool
 	// Scale, when set, serves /scale as autoscaling/v1 Scale.
 	Scale *ScaleAccessor
-	// Binding is true for pods: POST .../pods/{name}/binding sets spec.nodeName.
-	Binding bool
+	// Actions are the POST subresources that change the object in one step
+	// (a pod's binding).
+	Actions []Action
+	// Finalize serves PUT .../{name}/finalize, which changes the spec alone
+	// (a namespace's spec.finalizers).
+	Finalize bool
+
+	// Default fills in the server-side defaults of obj in place, on create
+	// and update, before validation. It must be idempotent.
+	Default func(obj runtime.Object)
+	// NameRule checks metadata.name; nil is validation.PathSegmentName.
+	NameRule apimachineryvalidation.ValidateNameFunc
+	// Validate checks the kind's own fields of an object about to be
+	// stored, on create and update (metadata is checked for every kind).
+	Validate validation.KindFunc
+	// ValidateUpdate checks what an update may not change.
+	ValidateUpdate validation.KindUpdateFunc
+	// Printer renders the kind's table rows; unset is printers.Default.
+	Printer printers.Printer
+
 	// FieldLabels returns the selectable fields beyond metadata.name and metadata.namespace.
 	FieldLabels func(obj runtime.Object) fields.Set
 	// PrepareForCreate adjusts a new object after defaulting (e.g. initial status).
@@ -47,13 +80,103 @@ type Resource struct {
 	// GracefulDelete says whether deleting obj must wait for someone (the
 	// kubelet) to finish it, and the grace period to record.
 	GracefulDelete func(obj runtime.Object, requested *int64) (grace int64, graceful bool)
+	// MarkDeleting records in obj that its deletion has begun (a
+	// namespace's phase Terminating) and says whether obj changed.
+	MarkDeleting func(obj runtime.Object) bool
+	// HoldsDeletion says whether something in obj other than
+	// metadata.finalizers still holds its deletion (a namespace's
+	// spec.finalizers).
+	HoldsDeletion func(obj runtime.Object) bool
+	// NewWriteHook, when set, builds the hook that keeps state outside
+	// the objects in step with their writes (a service's cluster IP and
+	// node ports).
+	NewWriteHook func(cfg HookConfig) (WriteHook, error)
 	// Encrypted values are stored AES-GCM encrypted.
 	Encrypted bool
-	// ClusterScopedName validates nothing here; see validation.
 	// NoGeneration resources do not carry metadata.generation.
 	NoGeneration bool
 
 	objType, listType reflect.Type
+}
+
+// Action is a POST subresource that changes the stored object in one step,
+// as a pod's binding sets its node: the request body is decoded into
+// New(), then Apply changes a copy of the stored object, which is
+// validated as on create (Apply may change spec and status) and written
+// with the usual retries. The answer is a Status Success, 201.
+type Action struct {
+	// Name is the subresource, Kind the kind of its body, in the
+	// resource's group and version.
+	Name, Kind string
+	New        func() runtime.Object
+	// Check refuses a body before the object is read; nil accepts any.
+	Check func(body runtime.Object) error
+	// Apply changes obj as body asks, or refuses with an API error. A
+	// resourceVersion it sets on obj is a precondition.
+	Apply func(obj, body runtime.Object, now time.Time) error
+}
+
+// Action returns the resource's action named name.
+func (r *Resource) Action(name string) (*Action, bool) {
+	for i := range r.Actions {
+		if r.Actions[i].Name == name {
+			return &r.Actions[i], true
+		}
+	}
+	return nil, false
+}
+
+// WriteHook keeps state outside an object in step with the object's
+// writes: Before reserves (and can refuse), After releases what the
+// written object no longer holds. obj is nil for a delete, old for a create.
+type WriteHook interface {
+	Before(ctx context.Context, obj, old runtime.Object) (undo func(), err error)
+	After(ctx context.Context, obj, old runtime.Object)
+}
+
+// HookConfig is what the apiserver gives a resource's NewWriteHook.
+type HookConfig struct {
+	// Store is the apiserver's store; hooks keep their state under
+	// /registry/ranges/.
+	Store storage.Store
+	// ServiceCIDR is where Service cluster IPs come from.
+	ServiceCIDR string
+	// NodePortMin and NodePortMax bound the Service node ports.
+	NodePortMin, NodePortMax int
+}
+
+// ApplyDefaults fills in obj's server-side defaults; a nil obj is left alone.
+func (r *Resource) ApplyDefaults(obj runtime.Object) {
+	if r.Default == nil || obj == nil {
+		return
+	}
+	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
+		return
+	}
+	r.Default(obj)
+}
+
+// ValidateCreate checks an object about to be created: its metadata and
+// the kind's fields.
+func (r *Resource) ValidateCreate(obj runtime.Object) field.ErrorList {
+	return validation.Object(obj, r.Namespaced, r.NameRule, r.Validate)
+}
+
+// ValidateChange checks an update of old to obj: what ValidateCreate
+// checks, the metadata update rules and the kind's immutability rules.
+func (r *Resource) ValidateChange(obj, old runtime.Object) field.ErrorList {
+	return validation.ObjectUpdate(obj, old, r.Namespaced, r.NameRule, r.Validate, r.ValidateUpdate)
+}
+
+// TablePrinter returns the kind's printer, printers.Default when it has
+// none, with a copy of the columns the caller may modify.
+func (r *Resource) TablePrinter() printers.Printer {
+	p := r.Printer
+	if p.Cells == nil {
+		p = printers.Default
+	}
+	p.Columns = slices.Clone(p.Columns)
+	return p
 }
 
 // Requester is the authenticated user behind a request.

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func defaultService(svc *corev1.Service) {
+func Service(svc *corev1.Service) {
 	spec := &svc.Spec
 	if spec.SessionAffinity == "" {
 		spec.SessionAffinity = corev1.ServiceAffinityNone
@@ -85,7 +85,7 @@ func defaultServiceIPFields(spec *corev1.ServiceSpec) {
 	}
 }
 
-func defaultNamespace(ns *corev1.Namespace) {
+func Namespace(ns *corev1.Namespace) {
 	if ns.Name != "" {
 		if ns.Labels == nil {
 			ns.Labels = map[string]string{}
@@ -108,7 +108,7 @@ func defaultNamespace(ns *corev1.Namespace) {
 	ns.Spec.Finalizers = append(ns.Spec.Finalizers, corev1.FinalizerKubernetes)
 }
 
-func defaultNode(node *corev1.Node) {
+func Node(node *corev1.Node) {
 	defaultResourceList(node.Status.Capacity)
 	defaultResourceList(node.Status.Allocatable)
 	if node.Status.Allocatable == nil && node.Status.Capacity != nil {
@@ -119,7 +119,7 @@ func defaultNode(node *corev1.Node) {
 	}
 }
 
-func defaultSecret(s *corev1.Secret) {
+func Secret(s *corev1.Secret) {
 	if s.Type == "" {
 		s.Type = corev1.SecretTypeOpaque
 	}
@@ -135,7 +135,7 @@ func defaultSecret(s *corev1.Secret) {
 	s.StringData = nil
 }
 
-func defaultEndpoints(ep *corev1.Endpoints) {
+func Endpoints(ep *corev1.Endpoints) {
 	for i := range ep.Subsets {
 		for j := range ep.Subsets[i].Ports {
 			p := &ep.Subsets[i].Ports[j]
@@ -146,7 +146,7 @@ func defaultEndpoints(ep *corev1.Endpoints) {
 	}
 }
 
-func defaultPersistentVolume(pv *corev1.PersistentVolume) {
+func PersistentVolume(pv *corev1.PersistentVolume) {
 	if pv.Status.Phase == "" {
 		pv.Status.Phase = corev1.VolumePending
 	}
@@ -162,7 +162,7 @@ func defaultPersistentVolume(pv *corev1.PersistentVolume) {
 	defaultResourceList(pv.Spec.Capacity)
 }
 
-func defaultPersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
+func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
 	defaultPersistentVolumeClaimSpec(&pvc.Spec)
 	if pvc.Status.Phase == "" {
 		pvc.Status.Phase = corev1.ClaimPending
@@ -177,7 +177,7 @@ func defaultPersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec) {
 	defaultResourceList(spec.Resources.Requests)
 }
 
-func defaultReplicationController(rc *corev1.ReplicationController) {
+func ReplicationController(rc *corev1.ReplicationController) {
 	if rc.Spec.Template != nil {
 		if labels := rc.Spec.Template.Labels; labels != nil {
 			if len(rc.Spec.Selector) == 0 {
@@ -187,7 +187,7 @@ func defaultReplicationController(rc *corev1.ReplicationController) {
 				rc.Labels = copyStringMap(labels)
 			}
 		}
-		defaultPodTemplateSpec(rc.Spec.Template)
+		PodTemplateSpec(rc.Spec.Template)
 	}
 	if rc.Spec.Replicas == nil {
 		rc.Spec.Replicas = ptr.To[int32](1)

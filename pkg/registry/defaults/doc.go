@@ -1,8 +1,9 @@
-// Package defaults owns server-side defaulting for every kind that
-// the minik8s apiserver serves through its generic registry.
-//
-// The single entry point is Default, which the registry calls on the decoded
-// object before validation on both create and update. It fills the values the
+// Package defaults holds the server-side defaulting of the kinds the
+// apiserver serves, one function per kind (Pod, Service, Deployment, ...)
+// and the parts they share (PodTemplateSpec). A kind's file in
+// pkg/registry/kinds wires its function as the Resource's Default, which
+// the apiserver calls on the decoded object before validation on both
+// create and update. The functions fill the values the
 // real kube-apiserver fills through its versioned defaulting functions (for
 // example Pod restartPolicy, container imagePullPolicy, Service type and
 // targetPort, Deployment strategy), plus a few values that upstream applies
@@ -20,10 +21,9 @@
 //     kubernetes.io/metadata.name label.
 //   - Service: ipFamilyPolicy SingleStack and ipFamilies (service registry).
 //   - CertificateSigningRequest: a condition's status "True" when empty.
-//   - DNSRecord (minik8s.io/v1): a leading "/" on paths written without one.
 //
-// Default is idempotent: calling it on an already-defaulted object leaves the
-// object unchanged. Kinds it does not know are left untouched. It never
-// allocates anything (cluster IPs, node ports, UIDs, generated selectors):
-// that is the job of the kind-specific registry code.
+// Each is idempotent: calling it on an already-defaulted object leaves the
+// object unchanged. None allocates anything (cluster IPs, node ports, UIDs,
+// generated selectors): that is the job of the kind's file in
+// pkg/registry/kinds.
 package defaults

@@ -12,7 +12,7 @@ import (
 // defaultHPACPUUtilization is the target used when an HPA names no metrics.
 const defaultHPACPUUtilization int32 = 80
 
-func defaultHPA(hpa *autoscalingv2.HorizontalPodAutoscaler) {
+func HorizontalPodAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) {
 	spec := &hpa.Spec
 	if spec.MinReplicas == nil {
 		spec.MinReplicas = ptr.To[int32](1)
@@ -76,7 +76,7 @@ func mergeScalingRules(user, defaults *autoscalingv2.HPAScalingRules) *autoscali
 	return out
 }
 
-func defaultEndpointSlice(es *discoveryv1.EndpointSlice) {
+func EndpointSlice(es *discoveryv1.EndpointSlice) {
 	for i := range es.Ports {
 		p := &es.Ports[i]
 		if p.Name == nil {
@@ -88,7 +88,7 @@ func defaultEndpointSlice(es *discoveryv1.EndpointSlice) {
 	}
 }
 
-func defaultStorageClass(sc *storagev1.StorageClass) {
+func StorageClass(sc *storagev1.StorageClass) {
 	if sc.ReclaimPolicy == nil {
 		sc.ReclaimPolicy = ptr.To(corev1.PersistentVolumeReclaimDelete)
 	}
@@ -97,8 +97,8 @@ func defaultStorageClass(sc *storagev1.StorageClass) {
 	}
 }
 
-// defaultCSR: a condition without a status is "True" (v1 defaulting).
-func defaultCSR(csr *certificatesv1.CertificateSigningRequest) {
+// CertificateSigningRequest: a condition without a status is "True" (v1 defaulting).
+func CertificateSigningRequest(csr *certificatesv1.CertificateSigningRequest) {
 	for i := range csr.Status.Conditions {
 		if csr.Status.Conditions[i].Status == "" {
 			csr.Status.Conditions[i].Status = corev1.ConditionTrue

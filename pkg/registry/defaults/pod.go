@@ -27,8 +27,8 @@ var systemPriorityClasses = map[string]int32{
 	"system-node-critical":    2000001000,
 }
 
-// defaultPod applies the pod-only defaults on top of the shared PodSpec ones.
-func defaultPod(pod *corev1.Pod) {
+// Pod applies the pod-only defaults on top of the shared PodSpec ones.
+func Pod(pod *corev1.Pod) {
 	defaultPodSpec(&pod.Spec)
 	spec := &pod.Spec
 
@@ -102,9 +102,9 @@ func toleratesNoExecute(tolerations []corev1.Toleration, key string) bool {
 	return false
 }
 
-// defaultPodTemplateSpec defaults the pod spec inside a workload template.
+// PodTemplateSpec defaults the pod spec inside a workload template.
 // Templates get the PodSpec defaults but none of the Pod-only ones.
-func defaultPodTemplateSpec(t *corev1.PodTemplateSpec) {
+func PodTemplateSpec(t *corev1.PodTemplateSpec) {
 	if t == nil {
 		return
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func defaultDeployment(d *appsv1.Deployment) {
+func Deployment(d *appsv1.Deployment) {
 	spec := &d.Spec
 	if spec.Replicas == nil {
 		spec.Replicas = ptr.To[int32](1)
@@ -36,17 +36,17 @@ func defaultDeployment(d *appsv1.Deployment) {
 	if spec.ProgressDeadlineSeconds == nil {
 		spec.ProgressDeadlineSeconds = ptr.To[int32](600)
 	}
-	defaultPodTemplateSpec(&spec.Template)
+	PodTemplateSpec(&spec.Template)
 }
 
-func defaultReplicaSet(rs *appsv1.ReplicaSet) {
+func ReplicaSet(rs *appsv1.ReplicaSet) {
 	if rs.Spec.Replicas == nil {
 		rs.Spec.Replicas = ptr.To[int32](1)
 	}
-	defaultPodTemplateSpec(&rs.Spec.Template)
+	PodTemplateSpec(&rs.Spec.Template)
 }
 
-func defaultDaemonSet(ds *appsv1.DaemonSet) {
+func DaemonSet(ds *appsv1.DaemonSet) {
 	us := &ds.Spec.UpdateStrategy
 	if us.Type == "" {
 		us.Type = appsv1.RollingUpdateDaemonSetStrategyType
@@ -65,10 +65,10 @@ func defaultDaemonSet(ds *appsv1.DaemonSet) {
 	if ds.Spec.RevisionHistoryLimit == nil {
 		ds.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	}
-	defaultPodTemplateSpec(&ds.Spec.Template)
+	PodTemplateSpec(&ds.Spec.Template)
 }
 
-func defaultStatefulSet(ss *appsv1.StatefulSet) {
+func StatefulSet(ss *appsv1.StatefulSet) {
 	spec := &ss.Spec
 	if spec.PodManagementPolicy == "" {
 		spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
@@ -99,12 +99,12 @@ func defaultStatefulSet(ss *appsv1.StatefulSet) {
 		spec.RevisionHistoryLimit = ptr.To[int32](10)
 	}
 	for i := range spec.VolumeClaimTemplates {
-		defaultPersistentVolumeClaim(&spec.VolumeClaimTemplates[i])
+		PersistentVolumeClaim(&spec.VolumeClaimTemplates[i])
 	}
-	defaultPodTemplateSpec(&spec.Template)
+	PodTemplateSpec(&spec.Template)
 }
 
-func defaultJob(job *batchv1.Job) {
+func Job(job *batchv1.Job) {
 	spec := &job.Spec
 	// A non-parallel job may leave both completions and parallelism unset.
 	if spec.Completions == nil && spec.Parallelism == nil {
@@ -147,10 +147,10 @@ func defaultJob(job *batchv1.Job) {
 			spec.PodReplacementPolicy = ptr.To(batchv1.TerminatingOrFailed)
 		}
 	}
-	defaultPodTemplateSpec(&spec.Template)
+	PodTemplateSpec(&spec.Template)
 }
 
-func defaultCronJob(cj *batchv1.CronJob) {
+func CronJob(cj *batchv1.CronJob) {
 	spec := &cj.Spec
 	if spec.ConcurrencyPolicy == "" {
 		spec.ConcurrencyPolicy = batchv1.AllowConcurrent
@@ -166,5 +166,5 @@ func defaultCronJob(cj *batchv1.CronJob) {
 	}
 	// The job template only gets the pod template defaults; the Job defaults
 	// are applied when the controller creates the Job.
-	defaultPodTemplateSpec(&spec.JobTemplate.Spec.Template)
+	PodTemplateSpec(&spec.JobTemplate.Spec.Template)
 }

@@ -10,21 +10,21 @@ import (
 
 // CertificateSigningRequests (certificates.k8s.io/v1), as kubectl shows them.
 
-var csrPrinter = typed(
+var CertificateSigningRequest = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		ageColumn(),
-		column("SignerName", "string", certificatesv1.CertificateSigningRequestSpec{}.SwaggerDoc()["signerName"]),
-		column("Requestor", "string", certificatesv1.CertificateSigningRequestSpec{}.SwaggerDoc()["username"]),
-		column("RequestedDuration", "string", certificatesv1.CertificateSigningRequestSpec{}.SwaggerDoc()["expirationSeconds"]),
-		column("Condition", "string", certificatesv1.CertificateSigningRequestStatus{}.SwaggerDoc()["conditions"]),
+		NameColumn(),
+		AgeColumn(),
+		Column("SignerName", "string", certificatesv1.CertificateSigningRequestSpec{}.SwaggerDoc()["signerName"]),
+		Column("Requestor", "string", certificatesv1.CertificateSigningRequestSpec{}.SwaggerDoc()["username"]),
+		Column("RequestedDuration", "string", certificatesv1.CertificateSigningRequestSpec{}.SwaggerDoc()["expirationSeconds"]),
+		Column("Condition", "string", certificatesv1.CertificateSigningRequestStatus{}.SwaggerDoc()["conditions"]),
 	},
 	func(csr *certificatesv1.CertificateSigningRequest, now time.Time) []interface{} {
 		requested := none
 		if csr.Spec.ExpirationSeconds != nil {
 			requested = duration.HumanDuration(time.Duration(*csr.Spec.ExpirationSeconds) * time.Second)
 		}
-		return []interface{}{csr.Name, age(csr.CreationTimestamp, now), csr.Spec.SignerName, csr.Spec.Username, requested, csrCondition(&csr.Status)}
+		return []interface{}{csr.Name, Age(csr.CreationTimestamp, now), csr.Spec.SignerName, csr.Spec.Username, requested, csrCondition(&csr.Status)}
 	},
 )
 

@@ -19,15 +19,15 @@ import (
 
 // HorizontalPodAutoscalers (autoscaling/v2).
 
-var hpaPrinter = typed(
+var HorizontalPodAutoscaler = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Reference", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["scaleTargetRef"]),
-		column("Targets", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["metrics"]),
-		column("MinPods", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["minReplicas"]),
-		column("MaxPods", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["maxReplicas"]),
-		column("Replicas", "string", autoscalingv2.HorizontalPodAutoscalerStatus{}.SwaggerDoc()["currentReplicas"]),
-		ageColumn(),
+		NameColumn(),
+		Column("Reference", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["scaleTargetRef"]),
+		Column("Targets", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["metrics"]),
+		Column("MinPods", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["minReplicas"]),
+		Column("MaxPods", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["maxReplicas"]),
+		Column("Replicas", "string", autoscalingv2.HorizontalPodAutoscalerStatus{}.SwaggerDoc()["currentReplicas"]),
+		AgeColumn(),
 	},
 	hpaCells,
 )
@@ -45,7 +45,7 @@ func hpaCells(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) []inter
 		minPods,
 		int64(hpa.Spec.MaxReplicas),
 		int64(hpa.Status.CurrentReplicas),
-		age(hpa.CreationTimestamp, now),
+		Age(hpa.CreationTimestamp, now),
 	}
 }
 
@@ -63,7 +63,7 @@ func hpaTargets(specs []autoscalingv2.MetricSpec, statuses []autoscalingv2.Metri
 		}
 		list[i] = hpaMetric(spec, status)
 	}
-	return truncatedList(list, 2, ", ")
+	return TruncatedList(list, 2, ", ")
 }
 
 func hpaMetric(spec autoscalingv2.MetricSpec, status autoscalingv2.MetricStatus) string {
@@ -149,13 +149,13 @@ func quantity(q *resource.Quantity) string {
 
 // EndpointSlices.
 
-var endpointSlicePrinter = typed(
+var EndpointSlice = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("AddressType", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["addressType"]),
-		column("Ports", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["ports"]),
-		column("Endpoints", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["endpoints"]),
-		ageColumn(),
+		NameColumn(),
+		Column("AddressType", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["addressType"]),
+		Column("Ports", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["ports"]),
+		Column("Endpoints", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["endpoints"]),
+		AgeColumn(),
 	},
 	endpointSliceCells,
 )
@@ -178,39 +178,39 @@ func endpointSliceCells(es *discoveryv1.EndpointSlice, now time.Time) []interfac
 	return []interface{}{
 		es.Name,
 		string(es.AddressType),
-		orDefault(truncatedList(ports, 3, ","), unset),
-		orDefault(truncatedList(addrs, 3, ","), unset),
-		age(es.CreationTimestamp, now),
+		orDefault(TruncatedList(ports, 3, ","), unset),
+		orDefault(TruncatedList(addrs, 3, ","), unset),
+		Age(es.CreationTimestamp, now),
 	}
 }
 
 // Leases.
 
-var leasePrinter = typed(
+var Lease = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]),
-		ageColumn(),
+		NameColumn(),
+		Column("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]),
+		AgeColumn(),
 	},
 	func(l *coordinationv1.Lease, now time.Time) []interface{} {
 		holder := ""
 		if l.Spec.HolderIdentity != nil {
 			holder = *l.Spec.HolderIdentity
 		}
-		return []interface{}{l.Name, holder, age(l.CreationTimestamp, now)}
+		return []interface{}{l.Name, holder, Age(l.CreationTimestamp, now)}
 	},
 )
 
 // StorageClasses.
 
-var storageClassPrinter = typed(
+var StorageClass = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Provisioner", "string", storagev1.StorageClass{}.SwaggerDoc()["provisioner"]),
-		column("ReclaimPolicy", "string", storagev1.StorageClass{}.SwaggerDoc()["reclaimPolicy"]),
-		column("VolumeBindingMode", "string", storagev1.StorageClass{}.SwaggerDoc()["volumeBindingMode"]),
-		column("AllowVolumeExpansion", "string", storagev1.StorageClass{}.SwaggerDoc()["allowVolumeExpansion"]),
-		ageColumn(),
+		NameColumn(),
+		Column("Provisioner", "string", storagev1.StorageClass{}.SwaggerDoc()["provisioner"]),
+		Column("ReclaimPolicy", "string", storagev1.StorageClass{}.SwaggerDoc()["reclaimPolicy"]),
+		Column("VolumeBindingMode", "string", storagev1.StorageClass{}.SwaggerDoc()["volumeBindingMode"]),
+		Column("AllowVolumeExpansion", "string", storagev1.StorageClass{}.SwaggerDoc()["allowVolumeExpansion"]),
+		AgeColumn(),
 	},
 	storageClassCells,
 )
@@ -229,19 +229,19 @@ func storageClassCells(sc *storagev1.StorageClass, now time.Time) []interface{} 
 		binding = *sc.VolumeBindingMode
 	}
 	expansion := sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
-	return []interface{}{name, sc.Provisioner, string(reclaim), string(binding), expansion, age(sc.CreationTimestamp, now)}
+	return []interface{}{name, sc.Provisioner, string(reclaim), string(binding), expansion, Age(sc.CreationTimestamp, now)}
 }
 
 // Ingresses.
 
-var ingressPrinter = typed(
+var Ingress = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Class", "string", "The name of the IngressClass resource that should be used for additional configuration"),
-		column("Hosts", "string", "Hosts that incoming requests are matched against before the ingress rule"),
-		column("Address", "string", "Address is a list containing ingress points for the load-balancer"),
-		column("Ports", "string", "Ports of TLS configurations that open"),
-		ageColumn(),
+		NameColumn(),
+		Column("Class", "string", "The name of the IngressClass resource that should be used for additional configuration"),
+		Column("Hosts", "string", "Hosts that incoming requests are matched against before the ingress rule"),
+		Column("Address", "string", "Address is a list containing ingress points for the load-balancer"),
+		Column("Ports", "string", "Ports of TLS configurations that open"),
+		AgeColumn(),
 	},
 	ingressCells,
 )
@@ -265,7 +265,7 @@ func ingressCells(ing *networkingv1.Ingress, now time.Time) []interface{} {
 		ingressHosts(ing.Spec.Rules),
 		strings.Join(sortedUnique(addrs), ","),
 		ports,
-		age(ing.CreationTimestamp, now),
+		Age(ing.CreationTimestamp, now),
 	}
 }
 

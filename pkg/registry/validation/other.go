@@ -38,7 +38,7 @@ var (
 	supportedPathTypes          = []networkingv1.PathType{networkingv1.PathTypeExact, networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific}
 )
 
-func validateHPA(hpa *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
+func HorizontalPodAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 	spec := &hpa.Spec
 	specPath := field.NewPath("spec")
 	refPath := specPath.Child("scaleTargetRef")
@@ -46,14 +46,14 @@ func validateHPA(hpa *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 	if spec.ScaleTargetRef.Kind == "" {
 		allErrs = append(allErrs, field.Required(refPath.Child("kind"), ""))
 	} else {
-		for _, msg := range pathSegmentName(spec.ScaleTargetRef.Kind, false) {
+		for _, msg := range PathSegmentName(spec.ScaleTargetRef.Kind, false) {
 			allErrs = append(allErrs, field.Invalid(refPath.Child("kind"), spec.ScaleTargetRef.Kind, msg))
 		}
 	}
 	if spec.ScaleTargetRef.Name == "" {
 		allErrs = append(allErrs, field.Required(refPath.Child("name"), ""))
 	} else {
-		for _, msg := range pathSegmentName(spec.ScaleTargetRef.Name, false) {
+		for _, msg := range PathSegmentName(spec.ScaleTargetRef.Name, false) {
 			allErrs = append(allErrs, field.Invalid(refPath.Child("name"), spec.ScaleTargetRef.Name, msg))
 		}
 	}
@@ -148,7 +148,7 @@ func validateMetricName(name string, fldPath *field.Path) field.ErrorList {
 		return field.ErrorList{field.Required(fldPath, "must specify a metric name")}
 	}
 	allErrs := field.ErrorList{}
-	for _, msg := range pathSegmentName(name, false) {
+	for _, msg := range PathSegmentName(name, false) {
 		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
 	}
 	return allErrs
@@ -222,7 +222,7 @@ func validateScalingRules(r *autoscalingv2.HPAScalingRules, fldPath *field.Path)
 	return allErrs
 }
 
-func validateEndpointSlice(es *discoveryv1.EndpointSlice) field.ErrorList {
+func EndpointSlice(es *discoveryv1.EndpointSlice) field.ErrorList {
 	allErrs := validateEnum(es.AddressType, supportedAddressTypes, field.NewPath("addressType"))
 	epPath := field.NewPath("endpoints")
 	if len(es.Endpoints) > maxEndpointSliceEndpoints {
@@ -241,7 +241,7 @@ func validateEndpointSlice(es *discoveryv1.EndpointSlice) field.ErrorList {
 			allErrs = append(allErrs, validateSliceAddress(es.AddressType, a, addrPath.Index(j))...)
 		}
 		if ep.NodeName != nil && *ep.NodeName != "" {
-			allErrs = append(allErrs, validateDNS1123Subdomain(*ep.NodeName, idxPath.Child("nodeName"))...)
+			allErrs = append(allErrs, DNS1123Subdomain(*ep.NodeName, idxPath.Child("nodeName"))...)
 		}
 		if ep.Hostname != nil && *ep.Hostname != "" {
 			allErrs = append(allErrs, validateDNS1123Label(*ep.Hostname, idxPath.Child("hostname"))...)
@@ -289,16 +289,16 @@ func validateSliceAddress(t discoveryv1.AddressType, addr string, fldPath *field
 			return field.ErrorList{field.Invalid(fldPath, addr, "must be a valid IPv6 address")}
 		}
 	case discoveryv1.AddressTypeFQDN:
-		return validateDNS1123Subdomain(addr, fldPath)
+		return DNS1123Subdomain(addr, fldPath)
 	}
 	return nil
 }
 
-func validateEndpointSliceUpdate(es, old *discoveryv1.EndpointSlice) field.ErrorList {
+func EndpointSliceUpdate(es, old *discoveryv1.EndpointSlice) field.ErrorList {
 	return validateImmutable(es.AddressType, old.AddressType, field.NewPath("addressType"))
 }
 
-func validateLease(l *coordinationv1.Lease) field.ErrorList {
+func Lease(l *coordinationv1.Lease) field.ErrorList {
 	allErrs := field.ErrorList{}
 	specPath := field.NewPath("spec")
 	if d := l.Spec.LeaseDurationSeconds; d != nil && *d <= 0 {
@@ -314,7 +314,7 @@ func validateLease(l *coordinationv1.Lease) field.ErrorList {
 	return allErrs
 }
 
-func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
+func Ingress(ing *networkingv1.Ingress) field.ErrorList {
 	spec := &ing.Spec
 	specPath := field.NewPath("spec")
 	allErrs := field.ErrorList{}
@@ -325,7 +325,7 @@ func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 		allErrs = append(allErrs, validateIngressBackend(spec.DefaultBackend, specPath.Child("defaultBackend"))...)
 	}
 	if spec.IngressClassName != nil {
-		allErrs = append(allErrs, validateDNS1123Subdomain(*spec.IngressClassName, specPath.Child("ingressClassName"))...)
+		allErrs = append(allErrs, DNS1123Subdomain(*spec.IngressClassName, specPath.Child("ingressClassName"))...)
 	}
 	for i, rule := range spec.Rules {
 		rulePath := specPath.Child("rules").Index(i)
@@ -349,7 +349,7 @@ func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 			allErrs = append(allErrs, validateHost(host, tlsPath.Child("hosts").Index(j))...)
 		}
 		if tls.SecretName != "" {
-			allErrs = append(allErrs, validateDNS1123Subdomain(tls.SecretName, tlsPath.Child("secretName"))...)
+			allErrs = append(allErrs, DNS1123Subdomain(tls.SecretName, tlsPath.Child("secretName"))...)
 		}
 	}
 	return allErrs

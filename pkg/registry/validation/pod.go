@@ -37,12 +37,12 @@ var (
 // maxVolumeDefaultMode is 0777, the largest file mode a volume may set.
 const maxVolumeDefaultMode = 0777
 
-func validatePod(pod *corev1.Pod) field.ErrorList {
+func Pod(pod *corev1.Pod) field.ErrorList {
 	return validatePodSpec(&pod.Spec, field.NewPath("spec"))
 }
 
-// validatePodTemplateSpec checks a pod template of a workload or PodTemplate.
-func validatePodTemplateSpec(t *corev1.PodTemplateSpec, fldPath *field.Path) field.ErrorList {
+// PodTemplateSpec checks a pod template of a workload or PodTemplate.
+func PodTemplateSpec(t *corev1.PodTemplateSpec, fldPath *field.Path) field.ErrorList {
 	allErrs := validateLabels(t.Labels, fldPath.Child("metadata", "labels"))
 	allErrs = append(allErrs, apimachineryvalidation.ValidateAnnotations(t.Annotations, fldPath.Child("metadata", "annotations"))...)
 	allErrs = append(allErrs, validatePodSpec(&t.Spec, fldPath.Child("spec"))...)
@@ -66,7 +66,7 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 		}
 	}
 	if spec.NodeName != "" {
-		allErrs = append(allErrs, validateDNS1123Subdomain(spec.NodeName, fldPath.Child("nodeName"))...)
+		allErrs = append(allErrs, DNS1123Subdomain(spec.NodeName, fldPath.Child("nodeName"))...)
 	}
 	if spec.Hostname != "" {
 		allErrs = append(allErrs, validateDNS1123Label(spec.Hostname, fldPath.Child("hostname"))...)
@@ -75,7 +75,7 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 		allErrs = append(allErrs, validateDNS1123Label(spec.Subdomain, fldPath.Child("subdomain"))...)
 	}
 	if spec.PriorityClassName != "" {
-		allErrs = append(allErrs, validateDNS1123Subdomain(spec.PriorityClassName, fldPath.Child("priorityClassName"))...)
+		allErrs = append(allErrs, DNS1123Subdomain(spec.PriorityClassName, fldPath.Child("priorityClassName"))...)
 	}
 	if spec.ActiveDeadlineSeconds != nil {
 		if v := *spec.ActiveDeadlineSeconds; v < 1 || v > math.MaxUint32 {
@@ -469,7 +469,7 @@ func validateProbe(p *corev1.Probe, fldPath *field.Path) field.ErrorList {
 		return nil
 	}
 	allErrs := validateHandler(countSetPointers(&p.ProbeHandler), fldPath)
-	allErrs = append(allErrs, validateNonnegative(int64(p.InitialDelaySeconds), fldPath.Child("initialDelaySeconds"))...)
+	allErrs = append(allErrs, Nonnegative(int64(p.InitialDelaySeconds), fldPath.Child("initialDelaySeconds"))...)
 	for _, f := range []struct {
 		name  string
 		value int32
@@ -488,7 +488,7 @@ func validateProbe(p *corev1.Probe, fldPath *field.Path) field.ErrorList {
 	}
 	allErrs = append(allErrs, validateHTTPGet(p.HTTPGet, fldPath.Child("httpGet"))...)
 	if p.TCPSocket != nil {
-		allErrs = append(allErrs, validatePortNumOrName(p.TCPSocket.Port, fldPath.Child("tcpSocket", "port"))...)
+		allErrs = append(allErrs, PortNumOrName(p.TCPSocket.Port, fldPath.Child("tcpSocket", "port"))...)
 	}
 	if p.GRPC != nil {
 		allErrs = append(allErrs, validatePortNumber(p.GRPC.Port, fldPath.Child("grpc", "port"))...)
@@ -506,7 +506,7 @@ func validateLifecycleHandler(h *corev1.LifecycleHandler, fldPath *field.Path) f
 	allErrs := validateHandler(countSetPointers(h), fldPath)
 	allErrs = append(allErrs, validateHTTPGet(h.HTTPGet, fldPath.Child("httpGet"))...)
 	if h.TCPSocket != nil {
-		allErrs = append(allErrs, validatePortNumOrName(h.TCPSocket.Port, fldPath.Child("tcpSocket", "port"))...)
+		allErrs = append(allErrs, PortNumOrName(h.TCPSocket.Port, fldPath.Child("tcpSocket", "port"))...)
 	}
 	if h.Exec != nil && len(h.Exec.Command) == 0 {
 		allErrs = append(allErrs, field.Required(fldPath.Child("exec", "command"), ""))
@@ -536,7 +536,7 @@ func validateHTTPGet(a *corev1.HTTPGetAction, fldPath *field.Path) field.ErrorLi
 	if a.Path == "" {
 		allErrs = append(allErrs, field.Required(fldPath.Child("path"), ""))
 	}
-	allErrs = append(allErrs, validatePortNumOrName(a.Port, fldPath.Child("port"))...)
+	allErrs = append(allErrs, PortNumOrName(a.Port, fldPath.Child("port"))...)
 	allErrs = append(allErrs, validateOptionalEnum(a.Scheme, supportedURISchemes, fldPath.Child("scheme"))...)
 	for i, h := range a.HTTPHeaders {
 		for _, msg := range utilvalidation.IsHTTPHeaderName(h.Name) {
@@ -580,9 +580,9 @@ const podUpdateForbiddenMsg = "pod updates may not change fields other than `spe
 	"`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations)," +
 	"`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
 
-// validatePodUpdate enforces that a pod's spec is fixed except for the
+// PodUpdate enforces that a pod's spec is fixed except for the
 // fields upstream lets users change in place.
-func validatePodUpdate(pod, old *corev1.Pod) field.ErrorList {
+func PodUpdate(pod, old *corev1.Pod) field.ErrorList {
 	allErrs := field.ErrorList{}
 	specPath := field.NewPath("spec")
 

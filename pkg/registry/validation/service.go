@@ -28,7 +28,7 @@ var (
 	supportedIPFamilies        = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
 )
 
-func validateService(svc *corev1.Service) field.ErrorList {
+func Service(svc *corev1.Service) field.ErrorList {
 	spec := &svc.Spec
 	specPath := field.NewPath("spec")
 	allErrs := validateEnum(spec.Type, supportedServiceTypes, specPath.Child("type"))
@@ -184,7 +184,7 @@ func validateServicePorts(spec *corev1.ServiceSpec, fldPath *field.Path) field.E
 		}
 		portProtos.Insert(key)
 		if spec.Type != corev1.ServiceTypeExternalName {
-			allErrs = append(allErrs, validatePortNumOrName(p.TargetPort, portPath.Child("targetPort"))...)
+			allErrs = append(allErrs, PortNumOrName(p.TargetPort, portPath.Child("targetPort"))...)
 		}
 		if p.AppProtocol != nil {
 			allErrs = append(allErrs, validateQualifiedName(*p.AppProtocol, portPath.Child("appProtocol"))...)
@@ -230,9 +230,9 @@ func validateSessionAffinity(spec *corev1.ServiceSpec, specPath *field.Path) fie
 	return allErrs
 }
 
-// validateServiceUpdate keeps an allocated cluster IP fixed unless the
+// ServiceUpdate keeps an allocated cluster IP fixed unless the
 // service becomes, or stops being, ExternalName.
-func validateServiceUpdate(svc, old *corev1.Service) field.ErrorList {
+func ServiceUpdate(svc, old *corev1.Service) field.ErrorList {
 	allErrs := field.ErrorList{}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName || old.Spec.Type == corev1.ServiceTypeExternalName {
 		return allErrs

@@ -45,10 +45,10 @@ func validateStorageClassName(name *string, fldPath *field.Path) field.ErrorList
 	if name == nil || *name == "" {
 		return nil
 	}
-	return validateDNS1123Subdomain(*name, fldPath)
+	return DNS1123Subdomain(*name, fldPath)
 }
 
-func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
+func PersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 	spec := &pv.Spec
 	specPath := field.NewPath("spec")
 	allErrs := validateAccessModes(spec.AccessModes, specPath.Child("accessModes"))
@@ -106,7 +106,7 @@ func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 	return allErrs
 }
 
-func validatePersistentVolumeUpdate(pv, old *corev1.PersistentVolume) field.ErrorList {
+func PersistentVolumeUpdate(pv, old *corev1.PersistentVolume) field.ErrorList {
 	allErrs := field.ErrorList{}
 	specPath := field.NewPath("spec")
 	if !equality.Semantic.DeepEqual(pv.Spec.PersistentVolumeSource, old.Spec.PersistentVolumeSource) {
@@ -120,7 +120,7 @@ func validatePersistentVolumeUpdate(pv, old *corev1.PersistentVolume) field.Erro
 	return allErrs
 }
 
-func validatePersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) field.ErrorList {
+func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) field.ErrorList {
 	return validatePersistentVolumeClaimSpec(&pvc.Spec, field.NewPath("spec"))
 }
 
@@ -151,11 +151,11 @@ func validatePersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec, s
 	return allErrs
 }
 
-// validatePersistentVolumeClaimUpdate: the spec is fixed except that a
+// PersistentVolumeClaimUpdate: the spec is fixed except that a
 // claim may be bound once (volumeName), get a storage class when it had
 // none, change its volumeAttributesClassName, and, once bound, change its
 // storage request (not below the provisioned capacity).
-func validatePersistentVolumeClaimUpdate(pvc, old *corev1.PersistentVolumeClaim) field.ErrorList {
+func PersistentVolumeClaimUpdate(pvc, old *corev1.PersistentVolumeClaim) field.ErrorList {
 	allErrs := field.ErrorList{}
 	specPath := field.NewPath("spec")
 	oldSpec, newSpec := old.Spec.DeepCopy(), pvc.Spec.DeepCopy()
@@ -187,7 +187,7 @@ func validatePersistentVolumeClaimUpdate(pvc, old *corev1.PersistentVolumeClaim)
 	return allErrs
 }
 
-func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
+func StorageClass(sc *storagev1.StorageClass) field.ErrorList {
 	allErrs := field.ErrorList{}
 	provPath := field.NewPath("provisioner")
 	if sc.Provisioner == "" {
@@ -207,7 +207,7 @@ func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
 	return allErrs
 }
 
-func validateStorageClassUpdate(sc, old *storagev1.StorageClass) field.ErrorList {
+func StorageClassUpdate(sc, old *storagev1.StorageClass) field.ErrorList {
 	allErrs := field.ErrorList{}
 	if !reflect.DeepEqual(sc.Parameters, old.Parameters) && (len(sc.Parameters) != 0 || len(old.Parameters) != 0) {
 		allErrs = append(allErrs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))

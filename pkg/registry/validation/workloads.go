@@ -28,7 +28,7 @@ var (
 	jobRestartPolicies            = []corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}
 )
 
-func validateDeployment(d *appsv1.Deployment) field.ErrorList {
+func Deployment(d *appsv1.Deployment) field.ErrorList {
 	spec := &d.Spec
 	specPath := field.NewPath("spec")
 	allErrs := validateNonnegativePtr32(spec.Replicas, specPath.Child("replicas"))
@@ -47,10 +47,10 @@ func validateDeployment(d *appsv1.Deployment) field.ErrorList {
 		}
 	}
 	allErrs = append(allErrs, validateNonnegativePtr32(spec.RevisionHistoryLimit, specPath.Child("revisionHistoryLimit"))...)
-	allErrs = append(allErrs, validateNonnegative(int64(spec.MinReadySeconds), specPath.Child("minReadySeconds"))...)
+	allErrs = append(allErrs, Nonnegative(int64(spec.MinReadySeconds), specPath.Child("minReadySeconds"))...)
 	if pds := spec.ProgressDeadlineSeconds; pds != nil {
 		p := specPath.Child("progressDeadlineSeconds")
-		allErrs = append(allErrs, validateNonnegative(int64(*pds), p)...)
+		allErrs = append(allErrs, Nonnegative(int64(*pds), p)...)
 		if *pds <= spec.MinReadySeconds {
 			allErrs = append(allErrs, field.Invalid(p, *pds, "must be greater than minReadySeconds"))
 		}
@@ -85,7 +85,7 @@ func validateIntOrPercent(v intstr.IntOrString, fldPath *field.Path) field.Error
 		}
 		return allErrs
 	}
-	return validateNonnegative(int64(v.IntVal), fldPath)
+	return Nonnegative(int64(v.IntVal), fldPath)
 }
 
 func asPercent(v intstr.IntOrString) (int, bool) {
@@ -110,11 +110,11 @@ func isZero(v *intstr.IntOrString) bool {
 	return ok && n == 0
 }
 
-func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
+func ReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
 	specPath := field.NewPath("spec")
 	allErrs := validateNonnegativePtr32(rs.Spec.Replicas, specPath.Child("replicas"))
 	allErrs = append(allErrs, validateReplicatedTemplate(rs.Spec.Selector, &rs.Spec.Template, specPath, "replicaset")...)
-	allErrs = append(allErrs, validateNonnegative(int64(rs.Spec.MinReadySeconds), specPath.Child("minReadySeconds"))...)
+	allErrs = append(allErrs, Nonnegative(int64(rs.Spec.MinReadySeconds), specPath.Child("minReadySeconds"))...)
 	return allErrs
 }
 
@@ -123,7 +123,7 @@ func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
 func validateReplicatedTemplate(sel *metav1.LabelSelector, t *corev1.PodTemplateSpec, specPath *field.Path, kind string) field.ErrorList {
 	allErrs := validateSelectorMatchesTemplate(sel, t, specPath, true, kind)
 	tplPath := specPath.Child("template")
-	allErrs = append(allErrs, validatePodTemplateSpec(t, tplPath)...)
+	allErrs = append(allErrs, PodTemplateSpec(t, tplPath)...)
 	if t.Spec.RestartPolicy != corev1.RestartPolicyAlways && t.Spec.RestartPolicy != "" {
 		allErrs = append(allErrs, field.NotSupported(tplPath.Child("spec", "restartPolicy"), t.Spec.RestartPolicy,
 			[]corev1.RestartPolicy{corev1.RestartPolicyAlways}))
@@ -158,7 +158,7 @@ func validateSelectorMatchesTemplate(sel *metav1.LabelSelector, t *corev1.PodTem
 	return allErrs
 }
 
-func validateJob(job *batchv1.Job) field.ErrorList {
+func Job(job *batchv1.Job) field.ErrorList {
 	return validateJobSpec(&job.Spec, field.NewPath("spec"))
 }
 
@@ -191,7 +191,7 @@ func validateJobSpec(spec *batchv1.JobSpec, specPath *field.Path) field.ErrorLis
 	allErrs = append(allErrs, validateSelectorMatchesTemplate(spec.Selector, &spec.Template, specPath, manual, "job")...)
 
 	tplPath := specPath.Child("template")
-	allErrs = append(allErrs, validatePodTemplateSpec(&spec.Template, tplPath)...)
+	allErrs = append(allErrs, PodTemplateSpec(&spec.Template, tplPath)...)
 	rpPath := tplPath.Child("spec", "restartPolicy")
 	switch rp := spec.Template.Spec.RestartPolicy; {
 	case rp != corev1.RestartPolicyOnFailure && rp != corev1.RestartPolicyNever:
@@ -204,15 +204,15 @@ func validateJobSpec(spec *batchv1.JobSpec, specPath *field.Path) field.ErrorLis
 	return allErrs
 }
 
-// validateJobUpdate: the selector is fixed once set, completionMode is
+// JobUpdate: the selector is fixed once set, completionMode is
 // fixed, completions is fixed for NonIndexed jobs, and the pod template is
 // fixed except for label additions while the selector is still being
 // generated and for scheduling directives of suspended, never-started jobs.
-func validateJobUpdate(job, old *batchv1.Job) field.ErrorList {
+func JobUpdate(job, old *batchv1.Job) field.ErrorList {
 	allErrs := field.ErrorList{}
 	specPath := field.NewPath("spec")
 	if old.Spec.Selector != nil {
-		allErrs = append(allErrs, validateSelectorUpdate(job.Spec.Selector, old.Spec.Selector, specPath.Child("selector"))...)
+		allErrs = append(allErrs, SelectorUpdate(job.Spec.Selector, old.Spec.Selector, specPath.Child("selector"))...)
 	}
 	allErrs = append(allErrs, validateImmutable(job.Spec.CompletionMode, old.Spec.CompletionMode, specPath.Child("completionMode"))...)
 	if old.Spec.CompletionMode == nil || *old.Spec.CompletionMode == batchv1.NonIndexedCompletion {
@@ -249,7 +249,7 @@ func containsLabels(super, sub map[string]string) bool {
 	return true
 }
 
-func validateCronJob(cj *batchv1.CronJob) field.ErrorList {
+func CronJob(cj *batchv1.CronJob) field.ErrorList {
 	allErrs := field.ErrorList{}
 	if len(cj.Name) > maxCronJobNameLength {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("metadata", "name"), cj.Name, fmt.Sprintf("must be no more than %d characters", maxCronJobNameLength)))
@@ -272,7 +272,7 @@ func validateCronJob(cj *batchv1.CronJob) field.ErrorList {
 	}
 	allErrs = append(allErrs, validateEnum(spec.ConcurrencyPolicy, supportedConcurrencyPolicies, specPath.Child("concurrencyPolicy"))...)
 	if spec.StartingDeadlineSeconds != nil {
-		allErrs = append(allErrs, validateNonnegative(*spec.StartingDeadlineSeconds, specPath.Child("startingDeadlineSeconds"))...)
+		allErrs = append(allErrs, Nonnegative(*spec.StartingDeadlineSeconds, specPath.Child("startingDeadlineSeconds"))...)
 	}
 	allErrs = append(allErrs, validateNonnegativePtr32(spec.SuccessfulJobsHistoryLimit, specPath.Child("successfulJobsHistoryLimit"))...)
 	allErrs = append(allErrs, validateNonnegativePtr32(spec.FailedJobsHistoryLimit, specPath.Child("failedJobsHistoryLimit"))...)

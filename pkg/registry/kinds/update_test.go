@@ -1,4 +1,4 @@
-package validation
+package kinds
 
 import (
 	"testing"
@@ -43,7 +43,7 @@ func runUpdateCases(t *testing.T, cases []updateCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			checkErrors(t, ValidateUpdate(tc.obj, tc.old, tc.namespaced), tc.want)
+			checkErrors(t, validateUpdate(tc.obj, tc.old, tc.namespaced), tc.want)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package apiserver
+package kinds
 
 import (
 	"context"
@@ -11,17 +11,63 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/defaults"
+	"github.com/minik8s/minik8s/pkg/registry/printers"
+	"github.com/minik8s/minik8s/pkg/registry/validation"
 	"github.com/minik8s/minik8s/pkg/storage"
 )
 
-// Defaults of the service address ranges, as Kubernetes'.
-const (
-	DefaultServiceCIDR   = "10.96.0.0/12"
-	DefaultNodePortRange = "30000-32767"
-)
+// Services: the apiserver allocates their cluster IPs and node ports
+// (serviceAllocator, below) and keeps them when an update leaves them out.
+func services() *registry.Resource {
+	return &registry.Resource{
+		GroupVersionResource: corev1.SchemeGroupVersion.WithResource("services"), Kind: "Service", Namespaced: true,
+		ShortNames: []string{"svc"}, Categories: []string{"all"}, Status: true, NoGeneration: true,
+		Default:          defaulter(defaults.Service),
+		NameRule:         apivalidation.NameIsDNSLabel,
+		Validate:         validator(validation.Service),
+		ValidateUpdate:   updateValidator(validation.ServiceUpdate),
+		Printer:          printers.Service,
+		FieldLabels:      serviceFields,
+		PrepareForUpdate: keepServiceAllocations,
+		NewWriteHook:     newServiceAllocator,
+	}
+}
+
+func serviceFields(obj runtime.Object) fields.Set {
+	s := obj.(*corev1.Service)
+	return fields.Set{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
+}
+
+// keepServiceAllocations keeps the cluster IPs and node ports an update
+// leaves out, as Kubernetes does: clients never have to echo allocations.
+func keepServiceAllocations(obj, old runtime.Object) {
+	svc, prev := obj.(*corev1.Service), old.(*corev1.Service)
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = nil, nil
+		return
+	}
+	if svc.Spec.ClusterIP == "" && prev.Spec.Type != corev1.ServiceTypeExternalName {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = prev.Spec.ClusterIP, prev.Spec.ClusterIPs
+	}
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].NodePort != 0 {
+			continue
+		}
+		for _, p := range prev.Spec.Ports {
+			if p.Port == svc.Spec.Ports[i].Port && p.Protocol == svc.Spec.Ports[i].Protocol {
+				svc.Spec.Ports[i].NodePort = p.NodePort
+			}
+		}
+	}
+}
 
 // serviceAllocator hands out Service cluster IPs and node ports. Each
 // allocation is a key under /registry/ranges/, created only if absent, so
@@ -33,7 +79,9 @@ type serviceAllocator struct {
 	portMin, portMax int
 }
 
-func newServiceAllocator(store storage.Store, cidr string, portMin, portMax int) (*serviceAllocator, error) {
+// newServiceAllocator is the services' write hook.
+func newServiceAllocator(cfg registry.HookConfig) (registry.WriteHook, error) {
+	store, cidr, portMin, portMax := cfg.Store, cfg.ServiceCIDR, cfg.NodePortMin, cfg.NodePortMax
 	_, ipnet, err := net.ParseCIDR(cidr)
 	if err != nil || ipnet.IP.To4() == nil {
 		return nil, fmt.Errorf("service CIDR %q must be an IPv4 CIDR", cidr)
@@ -225,15 +273,7 @@ func (a *serviceAllocator) randomIP(i int) string {
 
 func (a *serviceAllocator) randomPort(i int) string { return strconv.Itoa(a.portMin + i) }
 
-// writeHook keeps state outside an object in step with the object's
-// writes: before reserves (and can refuse), after releases what the
-// written object no longer holds. obj is nil for a delete, old for a create.
-type writeHook interface {
-	before(ctx context.Context, obj, old runtime.Object) (undo func(), err error)
-	after(ctx context.Context, obj, old runtime.Object)
-}
-
-func (a *serviceAllocator) before(ctx context.Context, obj, old runtime.Object) (func(), error) {
+func (a *serviceAllocator) Before(ctx context.Context, obj, old runtime.Object) (func(), error) {
 	if obj == nil {
 		return func() {}, nil
 	}
@@ -244,7 +284,7 @@ func (a *serviceAllocator) before(ctx context.Context, obj, old runtime.Object) 
 	return a.allocate(ctx, obj.(*corev1.Service), prev)
 }
 
-func (a *serviceAllocator) after(ctx context.Context, obj, old runtime.Object) {
+func (a *serviceAllocator) After(ctx context.Context, obj, old runtime.Object) {
 	if old == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package validation
+package kinds
 
 import (
 	"strings"
@@ -17,15 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-
-	"github.com/minik8s/minik8s/pkg/registry/defaults"
 )
 
 // The fixtures below are valid objects as a user would write them; they
-// are passed through defaults.Default, as the registry does.
+// are passed through their kind's defaults, as the apiserver does.
 
 func defaulted[T runtime.Object](obj T) T {
-	defaults.Default(obj)
+	defaultObject(obj)
 	return obj
 }
 

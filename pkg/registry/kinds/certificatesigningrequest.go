@@ -1,23 +1,40 @@
-package registry
+package kinds
 
 import (
 	"slices"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/defaults"
+	"github.com/minik8s/minik8s/pkg/registry/printers"
+	"github.com/minik8s/minik8s/pkg/registry/validation"
 )
 
 // CertificateSigningRequests follow Kubernetes' strategies: the apiserver
 // writes who asked (spec.username, uid, groups) and nobody changes the
 // spec afterwards; /approval alone adds or changes the Approved and Denied
 // conditions, /status the rest of the status (the certificate, Failed).
-
-func csrFields(obj runtime.Object) fields.Set {
-	return fields.Set{"spec.signerName": obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
+func certificateSigningRequests() *registry.Resource {
+	return &registry.Resource{
+		GroupVersionResource: certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests"),
+		Kind:                 "CertificateSigningRequest", ShortNames: []string{"csr"}, Status: true, NoGeneration: true,
+		Default:        defaulter(defaults.CertificateSigningRequest),
+		NameRule:       apivalidation.NameIsDNSSubdomain,
+		Validate:       validator(validation.CertificateSigningRequest),
+		ValidateUpdate: updateValidator(validation.CertificateSigningRequestUpdate),
+		Printer:        printers.CertificateSigningRequest,
+		FieldLabels: func(obj runtime.Object) fields.Set {
+			return fields.Set{"spec.signerName": obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
+		},
+		CreatedBy: csrCreatedBy, PrepareForUpdate: csrKeepSpec, PrepareForStatusUpdate: csrKeepApproval, Approval: csrKeepAllButApproval,
+	}
 }
 
-func csrCreatedBy(obj runtime.Object, by Requester) {
+func csrCreatedBy(obj runtime.Object, by registry.Requester) {
 	csr := obj.(*certificatesv1.CertificateSigningRequest)
 	csr.Spec.Username, csr.Spec.UID = by.Name, by.UID
 	csr.Spec.Groups = slices.Clone(by.Groups)

@@ -1,16 +1,54 @@
-package validation
+package kinds
 
 import (
 	"regexp"
 	"strings"
+	"time"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
+	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/printers"
+	"github.com/minik8s/minik8s/pkg/registry/validation"
 )
+
+// DNSRecords (minik8s.io/v1) give a host name to Services, path by path,
+// through the gateway: the DNS controller serves the host, the gateway
+// routes each path. This file is the whole of the kind's server side.
+func dnsRecords() *registry.Resource {
+	return &registry.Resource{
+		GroupVersionResource: minik8sv1.SchemeGroupVersion.WithResource("dnsrecords"), Kind: "DNSRecord",
+		Namespaced: true, ShortNames: []string{"dnsr"}, Status: true,
+		Default:  defaulter(defaultDNSRecord),
+		NameRule: apivalidation.NameIsDNSSubdomain,
+		Validate: validator(validateDNSRecord),
+		Printer:  dnsRecordPrinter,
+		// A client finds the records of a host with
+		// --field-selector spec.host=minik8s.com.
+		FieldLabels: func(obj runtime.Object) fields.Set {
+			return fields.Set{"spec.host": obj.(*minik8sv1.DNSRecord).Spec.Host}
+		},
+	}
+}
+
+// defaultDNSRecord: a path written without its leading "/" ("path1") gets
+// one. An empty path stays empty, for validation to refuse.
+func defaultDNSRecord(r *minik8sv1.DNSRecord) {
+	for i := range r.Spec.Paths {
+		p := &r.Spec.Paths[i]
+		if p.Path != "" && !strings.HasPrefix(p.Path, "/") {
+			p.Path = "/" + p.Path
+		}
+	}
+}
 
 // dnsRecordPathChars is what a DNSRecord path may hold. The path goes
 // into the gateway's nginx configuration, so nothing that could end or
@@ -53,7 +91,7 @@ func validateDNSRecordHost(host string, fldPath *field.Path) field.ErrorList {
 	case len(utilvalidation.IsValidIP(fldPath, host)) == 0:
 		return field.ErrorList{field.Invalid(fldPath, host, "must be a DNS name, not an IP address")}
 	}
-	return validateDNS1123Subdomain(host, fldPath)
+	return validation.DNS1123Subdomain(host, fldPath)
 }
 
 func validateDNSRecordPath(p *minik8sv1.DNSRecordPath, fldPath *field.Path) field.ErrorList {
@@ -90,7 +128,7 @@ func validateDNSRecordPath(p *minik8sv1.DNSRecordPath, fldPath *field.Path) fiel
 	if (p.Port.Type == intstr.Int && p.Port.IntVal == 0) || (p.Port.Type == intstr.String && p.Port.StrVal == "") {
 		allErrs = append(allErrs, field.Required(portPath, "a port number (1-65535) or name is required"))
 	} else {
-		allErrs = append(allErrs, validatePortNumOrName(p.Port, portPath)...)
+		allErrs = append(allErrs, validation.PortNumOrName(p.Port, portPath)...)
 	}
 	return allErrs
 }
@@ -100,6 +138,29 @@ func validateDNSRecordStatus(st *minik8sv1.DNSRecordStatus, fldPath *field.Path)
 	if st.Address != "" {
 		allErrs = append(allErrs, utilvalidation.IsValidIP(fldPath.Child("address"), st.Address)...)
 	}
-	allErrs = append(allErrs, validateNonnegative(st.ObservedGeneration, fldPath.Child("observedGeneration"))...)
+	allErrs = append(allErrs, validation.Nonnegative(st.ObservedGeneration, fldPath.Child("observedGeneration"))...)
 	return append(allErrs, metav1validation.ValidateConditions(st.Conditions, fldPath.Child("conditions"))...)
 }
+
+// The table: the host, where each path goes, and the gateway address
+// the host resolves to.
+
+// maxDNSRecordPaths is how many paths the Paths cell spells out.
+const maxDNSRecordPaths = 3
+
+var dnsRecordPrinter = printers.Typed(
+	[]metav1.TableColumnDefinition{
+		printers.NameColumn(),
+		printers.Column("Host", "string", minik8sv1.DNSRecordSpec{}.SwaggerDoc()["host"]),
+		printers.Column("Paths", "string", "Each path and the Service port it goes to, as path->service:port."),
+		printers.Column("Address", "string", minik8sv1.DNSRecordStatus{}.SwaggerDoc()["address"]),
+		printers.AgeColumn(),
+	},
+	func(r *minik8sv1.DNSRecord, now time.Time) []interface{} {
+		routes := make([]string, len(r.Spec.Paths))
+		for i, p := range r.Spec.Paths {
+			routes[i] = p.Path + "->" + p.Service + ":" + p.Port.String()
+		}
+		return []interface{}{r.Name, r.Spec.Host, printers.TruncatedList(routes, maxDNSRecordPaths, ","), r.Status.Address, printers.Age(r.CreationTimestamp, now)}
+	},
+)

@@ -1,16 +1,56 @@
-package validation
+package kinds
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
 )
+
+func TestDefaultDNSRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		paths, want []string
+	}{
+		{name: "leading slash kept", paths: []string{"/path1", "/"}, want: []string{"/path1", "/"}},
+		{name: "leading slash added", paths: []string{"path1", "a/b/"}, want: []string{"/path1", "/a/b/"}},
+		{name: "empty left for validation", paths: []string{""}, want: []string{""}},
+		{name: "no paths", paths: nil, want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &minik8sv1.DNSRecord{Spec: minik8sv1.DNSRecordSpec{Host: "minik8s.com"}}
+			for _, p := range tc.paths {
+				r.Spec.Paths = append(r.Spec.Paths, minik8sv1.DNSRecordPath{Path: p, Service: "svc", Port: intstr.FromInt32(80)})
+			}
+			defaultObject(r)
+			var got []string
+			for _, p := range r.Spec.Paths {
+				got = append(got, p.Path)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("paths = %q, want %q", got, tc.want)
+			}
+			if r.Spec.Host != "minik8s.com" {
+				t.Errorf("host changed to %q", r.Spec.Host)
+			}
+			again := r.DeepCopy()
+			defaultObject(again)
+			if !equality.Semantic.DeepEqual(r, again) {
+				t.Errorf("not idempotent: %+v then %+v", r.Spec, again.Spec)
+			}
+		})
+	}
+}
 
 func validDNSRecord() *minik8sv1.DNSRecord {
 	return defaulted(&minik8sv1.DNSRecord{
@@ -91,7 +131,7 @@ func TestValidateDNSRecord(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(r)
 			}
-			checkExactErrors(t, Validate(r, true), tc.want)
+			checkExactErrors(t, validate(r, true), tc.want)
 		})
 	}
 }
@@ -107,7 +147,7 @@ func TestValidateDNSRecordPathInjection(t *testing.T) {
 		t.Run(strings.ReplaceAll(path, "\n", `\n`), func(t *testing.T) {
 			r := validDNSRecord()
 			r.Spec.Paths[0].Path = path
-			checkExactErrors(t, Validate(r, true), []string{"spec.paths[0].path: Invalid value"})
+			checkExactErrors(t, validate(r, true), []string{"spec.paths[0].path: Invalid value"})
 		})
 	}
 }
@@ -119,9 +159,9 @@ func TestValidateDNSRecordUpdate(t *testing.T) {
 		r.Spec.Host = "other.minik8s.com"
 		r.Spec.Paths = r.Spec.Paths[:1]
 	})
-	checkExactErrors(t, ValidateUpdate(moved, old, true), nil)
+	checkExactErrors(t, validateUpdate(moved, old, true), nil)
 	bad := mutate(old, func(r *minik8sv1.DNSRecord) { r.Spec.Paths[0].Port = intstr.FromInt32(0) })
-	checkExactErrors(t, ValidateUpdate(bad, old, true), []string{"spec.paths[0].port: Required value"})
+	checkExactErrors(t, validateUpdate(bad, old, true), []string{"spec.paths[0].port: Required value"})
 }
 
 // checkExactErrors wants one error per "field: type" in want, and no other.
@@ -136,5 +176,43 @@ func checkExactErrors(t *testing.T, errs field.ErrorList, want []string) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("errors = %q, want %q\n%s", got, want, errs.ToAggregate())
+	}
+}
+
+func TestDNSRecordCells(t *testing.T) {
+	gk := schema.GroupKind{Group: "minik8s.io", Kind: "DNSRecord"}
+	record := func(address string, paths ...minik8sv1.DNSRecordPath) *minik8sv1.DNSRecord {
+		return &minik8sv1.DNSRecord{ObjectMeta: objMeta("site"),
+			Spec:   minik8sv1.DNSRecordSpec{Host: "minik8s.com", Paths: paths},
+			Status: minik8sv1.DNSRecordStatus{Address: address}}
+	}
+	path := func(p, svc string, port intstr.IntOrString) minik8sv1.DNSRecordPath {
+		return minik8sv1.DNSRecordPath{Path: p, Service: svc, Port: port}
+	}
+	var many []minik8sv1.DNSRecordPath
+	for i := 1; i <= 5; i++ {
+		many = append(many, path(fmt.Sprintf("/p%d", i), "s", intstr.FromInt32(80)))
+	}
+	runCellCases(t, []cellCase{
+		{name: "two paths", gk: gk, obj: record("", path("/path1", "a", intstr.FromInt32(80)), path("/path2", "b", intstr.FromInt32(8080))),
+			want: map[string]interface{}{"Name": "site", "Host": "minik8s.com", "Paths": "/path1->a:80,/path2->b:8080", "Address": "", "Age": "10m"}},
+		{name: "port by name, address set", gk: gk, obj: record("10.96.0.20", path("/", "web", intstr.FromString("http"))),
+			want: map[string]interface{}{"Paths": "/->web:http", "Address": "10.96.0.20"}},
+		{name: "many paths truncated", gk: gk, obj: record("", many...),
+			want: map[string]interface{}{"Paths": "/p1->s:80,/p2->s:80,/p3->s:80 + 2 more..."}},
+		{name: "no paths", gk: gk, obj: record(""), want: map[string]interface{}{"Paths": ""}},
+	})
+
+	// What an unstructured client holds renders the same.
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "minik8s.io/v1",
+		"kind":       "DNSRecord",
+		"metadata":   map[string]interface{}{"name": "site", "creationTimestamp": created.UTC().Format(time.RFC3339)},
+		"spec": map[string]interface{}{"host": "minik8s.com", "paths": []interface{}{
+			map[string]interface{}{"path": "/path1", "service": "a", "port": int64(80)},
+		}},
+	}}
+	if got := render(t, gk, u); got["Paths"] != "/path1->a:80" || got["Host"] != "minik8s.com" || got["Age"] != "10m" {
+		t.Errorf("unstructured DNSRecord rendered as %v", got)
 	}
 }

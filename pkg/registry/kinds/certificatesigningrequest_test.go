@@ -1,4 +1,4 @@
-package registry
+package kinds
 
 import (
 	"slices"
@@ -6,6 +6,8 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/registry"
 )
 
 func cond(t certificatesv1.RequestConditionType) certificatesv1.CertificateSigningRequestCondition {
@@ -50,7 +52,7 @@ func TestCSRSubresources(t *testing.T) {
 	if main.Spec.Username != stored.Spec.Username {
 		t.Fatalf("spec changed to %+v", main.Spec)
 	}
-	csrCreatedBy(main, Requester{Name: "alice", UID: "u1", Groups: []string{"dev"}})
+	csrCreatedBy(main, registry.Requester{Name: "alice", UID: "u1", Groups: []string{"dev"}})
 	if main.Spec.Username != "alice" || main.Spec.UID != "u1" || !slices.Equal(main.Spec.Groups, []string{"dev"}) {
 		t.Fatalf("requester %+v", main.Spec)
 	}

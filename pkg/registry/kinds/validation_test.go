@@ -1,4 +1,4 @@
-package validation
+package kinds
 
 import (
 	"strings"
@@ -17,7 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/registry/validation"
 )
 
 func intOrStr(s string) intstr.IntOrString { return intstr.FromString(s) }
@@ -40,7 +43,7 @@ func runCreateCases(t *testing.T, cases []createCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			checkErrors(t, Validate(tc.obj, tc.namespaced), tc.want)
+			checkErrors(t, validate(tc.obj, tc.namespaced), tc.want)
 		})
 	}
 }
@@ -245,9 +248,10 @@ func TestValidatePod(t *testing.T) {
 			p.Spec.HostNetwork = true
 			p.Spec.Containers[0].Ports[0].HostPort = 8080
 		}), namespaced: true, want: []string{"spec.containers[0].ports[0].hostPort: Invalid value: 8080: must match `containerPort` when `hostNetwork` is true"}},
-		{name: "pod template", obj: &corev1.PodTemplate{ObjectMeta: nsMeta("tpl"), Template: corev1.PodTemplateSpec{}}, namespaced: true,
-			want: []string{"template.spec.containers: Required value"}},
 	})
+	// PodTemplates are not served: their template is checked as the
+	// workloads' templates are.
+	checkErrors(t, validation.PodTemplateSpec(&corev1.PodTemplateSpec{}, field.NewPath("template")), []string{"template.spec.containers: Required value"})
 }
 
 func TestValidateService(t *testing.T) {
@@ -486,43 +490,14 @@ func TestValidateOtherKinds(t *testing.T) {
 	})
 }
 
-func TestCronScheduleParser(t *testing.T) {
-	valid := []string{
-		"* * * * *", "*/5 * * * *", "0 0 * * *", "0,15,30,45 * * * *", "0 9-17 * * MON-FRI", "0 0 1 jan,jul ?",
-		"5/15 * * * *", "0 0 1-31/2 * sun", "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight",
-		"@hourly", "@every 1h30m", "  0 0 * * *  ",
-	}
-	for _, s := range valid {
-		if _, err := parseCronSchedule(s); err != nil {
-			t.Errorf("parseCronSchedule(%q) = %v, want ok", s, err)
-		}
-	}
-	invalid := []string{
-		"", "* * * *", "* * * * * *", "60 * * * *", "* 24 * * *", "* * 0 * *", "* * * 13 *", "* * * * 7",
-		"*/0 * * * *", "5-1 * * * *", "a * * * *", "@often", "@every nonsense", "@every -1m", "1,,2 * * * *",
-	}
-	for _, s := range invalid {
-		if _, err := parseCronSchedule(s); err == nil {
-			t.Errorf("parseCronSchedule(%q) succeeded, want error", s)
-		}
-	}
-	s, err := parseCronSchedule("0 9-17/4 * * MON-FRI")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.minute != 1 || s.hour != (1<<9|1<<13|1<<17) || s.dow != (1<<1|1<<2|1<<3|1<<4|1<<5) {
-		t.Errorf("unexpected bits: %+v", s)
-	}
-}
-
 func TestValidateNil(t *testing.T) {
-	if errs := Validate(nil, true); len(errs) != 1 {
-		t.Errorf("Validate(nil) = %v", errs)
+	if errs := validate(nil, true); len(errs) != 1 {
+		t.Errorf("validate(nil) = %v", errs)
 	}
-	if errs := Validate((*corev1.Pod)(nil), true); len(errs) != 1 {
-		t.Errorf("Validate(nil pod) = %v", errs)
+	if errs := validate((*corev1.Pod)(nil), true); len(errs) != 1 {
+		t.Errorf("validate(nil pod) = %v", errs)
 	}
-	if errs := ValidateUpdate(validPod(), &corev1.Service{}, true); len(errs) != 1 {
-		t.Errorf("ValidateUpdate(type mismatch) = %v", errs)
+	if errs := validateUpdate(validPod(), &corev1.Service{}, true); len(errs) != 1 {
+		t.Errorf("validateUpdate(type mismatch) = %v", errs)
 	}
 }

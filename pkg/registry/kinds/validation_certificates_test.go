@@ -1,4 +1,4 @@
-package validation
+package kinds
 
 import (
 	"crypto/ecdsa"

@@ -1,0 +1,162 @@
+package kinds
+
+import (
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minik8s/minik8s/pkg/registry"
+)
+
+// table is All, indexed as the apiserver indexes it.
+var table = sync.OnceValue(func() *registry.Table {
+	scheme, err := registry.NewScheme()
+	if err != nil {
+		panic(err)
+	}
+	t, err := registry.NewTable(scheme, All())
+	if err != nil {
+		panic(err)
+	}
+	return t
+})
+
+// resourceFor is the served resource whose objects have obj's Go type;
+// an empty Resource (metadata checks only, no defaults) for other objects.
+func resourceFor(obj runtime.Object) *registry.Resource {
+	if obj != nil {
+		for _, r := range table().All {
+			if reflect.TypeOf(r.New()) == reflect.TypeOf(obj) {
+				return r
+			}
+		}
+	}
+	return &registry.Resource{}
+}
+
+// defaultObject applies obj's defaults as the apiserver does.
+func defaultObject(obj runtime.Object) { resourceFor(obj).ApplyDefaults(obj) }
+
+// validate checks obj as the apiserver does on create, with the scope the
+// test asks for.
+func validate(obj runtime.Object, namespaced bool) field.ErrorList {
+	r := *resourceFor(obj)
+	r.Namespaced = namespaced
+	return r.ValidateCreate(obj)
+}
+
+// validateUpdate checks an update of old to obj as the apiserver does.
+func validateUpdate(obj, old runtime.Object, namespaced bool) field.ErrorList {
+	r := *resourceFor(obj)
+	r.Namespaced = namespaced
+	return r.ValidateChange(obj, old)
+}
+
+var (
+	now     = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	created = metav1.NewTime(now.Add(-10 * time.Minute))
+)
+
+func objMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: "default", CreationTimestamp: created}
+}
+
+// render renders obj with the printer of the resource serving gk and keys
+// the cells by column name.
+func render(t *testing.T, gk schema.GroupKind, obj runtime.Object) map[string]interface{} {
+	t.Helper()
+	var p *registry.Resource
+	for _, r := range table().All {
+		if r.GroupVersionKind().GroupKind() == gk {
+			p = r
+		}
+	}
+	if p == nil || p.Printer.Cells == nil {
+		t.Fatalf("no printer for %v", gk)
+	}
+	pr := p.TablePrinter()
+	cells := pr.Cells(obj, now)
+	if len(cells) != len(pr.Columns) {
+		t.Fatalf("%v: %d cells for %d columns", gk, len(cells), len(pr.Columns))
+	}
+	out := make(map[string]interface{}, len(cells))
+	for i, c := range pr.Columns {
+		out[c.Name] = cells[i]
+	}
+	return out
+}
+
+type cellCase struct {
+	name string
+	gk   schema.GroupKind
+	obj  runtime.Object
+	want map[string]interface{} // subset of columns to check
+}
+
+func runCellCases(t *testing.T, cases []cellCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := render(t, tc.gk, tc.obj)
+			for col, want := range tc.want {
+				if g, ok := got[col]; !ok {
+					t.Errorf("no column %q", col)
+				} else if !reflect.DeepEqual(g, want) {
+					t.Errorf("%s = %#v, want %#v", col, g, want)
+				}
+			}
+		})
+	}
+}
+
+var validColumnType = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "date": true}
+
+// TestEveryKindIsWired checks that every served kind validates its own
+// fields and prints its own well-formed columns, one cell per column even
+// for an empty object.
+func TestEveryKindIsWired(t *testing.T) {
+	for _, r := range table().All {
+		t.Run(r.Kind, func(t *testing.T) {
+			if r.Validate == nil {
+				t.Error("no Validate")
+			}
+			if r.Printer.Cells == nil {
+				t.Fatal("no Printer")
+			}
+			p := r.TablePrinter()
+			names := 0
+			for _, c := range p.Columns {
+				if c.Description == "" || !validColumnType[c.Type] || c.Priority > 1 {
+					t.Errorf("column %+v", c)
+				}
+				if c.Format == "name" {
+					names++
+				}
+			}
+			if names != 1 {
+				t.Errorf("%d name columns, want 1", names)
+			}
+			if cells := p.Cells(r.New(), now); len(cells) != len(p.Columns) {
+				t.Errorf("%d cells for %d columns", len(cells), len(p.Columns))
+			}
+		})
+	}
+}
+
+func TestTablePrinter(t *testing.T) {
+	pods, _ := table().Lookup(schema.GroupVersionResource{Version: "v1", Resource: "pods"})
+	p := pods.TablePrinter()
+	p.Columns[0].Name = "changed"
+	if q := pods.TablePrinter(); q.Columns[0].Name != "Name" {
+		t.Error("TablePrinter must hand out a copy of the columns")
+	}
+	if q := (&registry.Resource{}).TablePrinter(); len(q.Columns) != 2 || q.Columns[1].Name != "Created At" {
+		t.Errorf("a kind without a printer gets %+v, want printers.Default", q.Columns)
+	}
+}
