@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -155,6 +156,25 @@ type funcPart struct {
 func (f funcPart) Name() string                    { return f.name }
 func (f funcPart) Start(ctx context.Context) error { return f.start(ctx) }
 
+// FuncReady is a Part of a name and a start function that calls ready
+// once the part is ready; until then the parts after it wait.
+func FuncReady(name string, start func(ctx context.Context, ready func()) error) Part {
+	return &funcReadyPart{name: name, start: start, ready: make(chan struct{})}
+}
+
+type funcReadyPart struct {
+	name  string
+	start func(context.Context, func()) error
+	ready chan struct{}
+	once  sync.Once
+}
+
+func (f *funcReadyPart) Name() string           { return f.name }
+func (f *funcReadyPart) Ready() <-chan struct{} { return f.ready }
+func (f *funcReadyPart) Start(ctx context.Context) error {
+	return f.start(ctx, func() { f.once.Do(func() { close(f.ready) }) })
+}
+
 // Do is a Part that runs do once, is ready when do succeeds and then
 // stays until ctx ends: a step that later parts wait for (a setup, a
 // callback saying that the parts before it are ready). do failing is the
@@ -182,5 +202,6 @@ func (d *doPart) Start(ctx context.Context) error {
 
 var (
 	_ Part    = funcPart{}
+	_ Readier = (*funcReadyPart)(nil)
 	_ Readier = (*doPart)(nil)
 )

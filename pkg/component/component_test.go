@@ -157,7 +157,8 @@ func TestRun(t *testing.T) {
 }
 
 // TestRunPlainParts: parts without Ready are ready once started; Do is
-// ready once its step is done, and its failure is the part's.
+// ready once its step is done, and its failure is the part's; FuncReady
+// once it says so.
 func TestRunPlainParts(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ev := &events{}
@@ -175,11 +176,19 @@ func TestRunPlainParts(t *testing.T) {
 		ev.add("step done")
 		return nil
 	})
+	signals := FuncReady("signals", func(ctx context.Context, ready func()) error {
+		time.Sleep(20 * time.Millisecond)
+		ev.add("signals ready")
+		ready()
+		ready() // twice is harmless
+		<-ctx.Done()
+		return nil
+	})
 	last := Do("last", func(context.Context) error { cancel(); return nil })
-	if err := Run(ctx, plain("x"), step, plain("y"), last); err != nil {
+	if err := Run(ctx, plain("x"), step, plain("y"), signals, last); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	want := []string{"start x", "step done", "start y", "stop y", "stop x"}
+	want := []string{"start x", "step done", "start y", "signals ready", "stop y", "stop x"}
 	if got := ev.get(); !slices.Equal(got, want) {
 		t.Errorf("events:\n got %v\nwant %v", got, want)
 	}
