@@ -150,13 +150,13 @@ func upAddons(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) (part
 	} else {
 		dir := filepath.Join(f.dataDir, "gateway")
 		hostsFile = filepath.Join(dir, "hosts")
-		parts = append(parts, component.Func("gateway", func(ctx context.Context) error {
+		parts = append(parts, component.FuncReady("gateway", func(ctx context.Context, ready func()) error {
 			client, dyn, err := adminClients(*cp)
 			if err != nil {
 				return err
 			}
 			gw, err := gateway.New(gateway.Config{Client: client, Dynamic: dyn, Dir: dir, HostsFile: hostsFile,
-				NodeName: f.nodeName, AllowNets: append([]string{f.clusterCIDR, "127.0.0.0/8"}, hostNets...), Logger: log})
+				NodeName: f.nodeName, AllowNets: append([]string{f.clusterCIDR, "127.0.0.0/8"}, hostNets...), Logger: log, Ready: ready})
 			if err != nil {
 				return err
 			}

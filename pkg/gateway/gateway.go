@@ -83,6 +83,9 @@ type Config struct {
 	// MinSyncPeriod coalesces changes (default 100ms).
 	MinSyncPeriod time.Duration
 	Logger        *slog.Logger
+	// Ready, when set, is called once nginx runs on a configuration it
+	// accepted.
+	Ready func()
 }
 
 // Gateway runs nginx and keeps its routes in step with the cluster.
@@ -251,6 +254,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 		return nil
+	}
+	if g.cfg.Ready != nil {
+		g.cfg.Ready()
 	}
 	// A SIGHUP kills an nginx that has not set up its signals yet; one
 	// that answers has (its master does so before it starts workers).
