@@ -1,13 +1,13 @@
 package cronjob
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
+
+	"github.com/minik8s/minik8s/pkg/cronschedule"
 )
 
 // tooManyMissed is how many missed times make the controller suspect a
@@ -18,7 +18,8 @@ const tooManyMissed = 100
 // slightly early timer still finds the time due.
 const nextScheduleDelta = 100 * time.Millisecond
 
-var errTZInSchedule = errors.New("TZ and CRON_TZ are not supported in spec.schedule; use spec.timeZone")
+// errTZInSchedule refuses a time zone in spec.schedule.
+var errTZInSchedule = cronschedule.ErrTZInSchedule
 
 // schedule is a parsed cron schedule in its time zone.
 type schedule struct {
@@ -32,19 +33,13 @@ func timeZone(cj *batchv1.CronJob) (*time.Location, error) {
 	if cj.Spec.TimeZone == nil {
 		return time.Local, nil
 	}
-	tz := *cj.Spec.TimeZone
-	if tz == "" || strings.EqualFold(tz, "local") {
-		return nil, fmt.Errorf("unknown time zone %q", tz)
-	}
-	return time.LoadLocation(tz)
+	return cronschedule.LoadLocation(*cj.Spec.TimeZone)
 }
 
-// parseSchedule parses spec (the CronJob's schedule) for evaluation in loc.
+// parseSchedule parses spec (the CronJob's schedule) for evaluation in
+// loc, as the apiserver's validation parses it.
 func parseSchedule(spec string, loc *time.Location) (schedule, error) {
-	if strings.Contains(spec, "TZ") {
-		return schedule{}, errTZInSchedule
-	}
-	s, err := cron.ParseStandard(spec)
+	s, err := cronschedule.Parse(spec)
 	if err != nil {
 		return schedule{}, err
 	}

@@ -10,7 +10,8 @@ import (
 	"github.com/minik8s/minik8s/pkg/registry/validation"
 )
 
-// CronJobs: Jobs on a schedule; the CronJob controller runs them.
+// CronJobs: Jobs on a schedule. Validation parses the schedule and time
+// zone with pkg/cronschedule, as the CronJob controller does.
 func cronJobs() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: batchv1.SchemeGroupVersion.WithResource("cronjobs"), Kind: "CronJob",

@@ -34,7 +34,9 @@
 // selectors, Job template, Service clusterIP, PVC spec (except storage
 // growth, first binding), PV source, StorageClass parameters, immutable
 // ConfigMaps/Secrets, Secret type, EndpointSlice addressType, Node podCIDR,
-// CSR spec, issued certificate and Approved/Denied conditions.
+// CSR spec, issued certificate and Approved/Denied conditions. CronJob
+// schedules and time zones are parsed by pkg/cronschedule, as the CronJob
+// controller parses them.
 //
 // It is a deliberately small re-implementation of upstream's
 // pkg/apis/*/validation; it does not try to cover every field.

@@ -1,10 +1,9 @@
 package validation
 
 import (
+	"errors"
 	"fmt"
 	"strings"
-	"time"
-	_ "time/tzdata" // CronJob timeZone must validate on hosts without zoneinfo.
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -14,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minik8s/minik8s/pkg/cronschedule"
 )
 
 // maxCronJobNameLength leaves room for the 11-character suffix the CronJob
@@ -260,10 +261,12 @@ func CronJob(cj *batchv1.CronJob) field.ErrorList {
 	switch {
 	case spec.Schedule == "":
 		allErrs = append(allErrs, field.Required(schedPath, ""))
-	case strings.Contains(spec.Schedule, "TZ"):
-		allErrs = append(allErrs, field.Invalid(schedPath, spec.Schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
 	default:
-		if _, err := parseCronSchedule(spec.Schedule); err != nil {
+		// Parsed as the CronJob controller parses it.
+		_, err := cronschedule.Parse(spec.Schedule)
+		if errors.Is(err, cronschedule.ErrTZInSchedule) {
+			allErrs = append(allErrs, field.Invalid(schedPath, spec.Schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
+		} else if err != nil {
 			allErrs = append(allErrs, field.Invalid(schedPath, spec.Schedule, err.Error()))
 		}
 	}
@@ -284,10 +287,7 @@ func CronJob(cj *batchv1.CronJob) field.ErrorList {
 }
 
 func validateTimeZone(tz string, fldPath *field.Path) field.ErrorList {
-	if tz == "" || tz == "Local" || strings.EqualFold(tz, "local") {
-		return field.ErrorList{field.Invalid(fldPath, tz, "unknown time zone "+tz)}
-	}
-	if _, err := time.LoadLocation(tz); err != nil {
+	if _, err := cronschedule.LoadLocation(tz); err != nil {
 		return field.ErrorList{field.Invalid(fldPath, tz, err.Error())}
 	}
 	return nil
