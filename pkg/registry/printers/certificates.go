@@ -20,7 +20,7 @@ var CertificateSigningRequest = Typed(
 		Column("Condition", "string", certificatesv1.CertificateSigningRequestStatus{}.SwaggerDoc()["conditions"]),
 	},
 	func(csr *certificatesv1.CertificateSigningRequest, now time.Time) []interface{} {
-		requested := none
+		requested := None
 		if csr.Spec.ExpirationSeconds != nil {
 			requested = duration.HumanDuration(time.Duration(*csr.Spec.ExpirationSeconds) * time.Second)
 		}

@@ -6,146 +6,16 @@ import (
 	"strings"
 	"time"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	storageutil "k8s.io/kubectl/pkg/util/storage"
 )
 
 // HorizontalPodAutoscalers (autoscaling/v2).
-
-var HorizontalPodAutoscaler = Typed(
-	[]metav1.TableColumnDefinition{
-		NameColumn(),
-		Column("Reference", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["scaleTargetRef"]),
-		Column("Targets", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["metrics"]),
-		Column("MinPods", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["minReplicas"]),
-		Column("MaxPods", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["maxReplicas"]),
-		Column("Replicas", "string", autoscalingv2.HorizontalPodAutoscalerStatus{}.SwaggerDoc()["currentReplicas"]),
-		AgeColumn(),
-	},
-	hpaCells,
-)
-
-func hpaCells(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) []interface{} {
-	minPods := unset
-	if hpa.Spec.MinReplicas != nil {
-		minPods = strconv.Itoa(int(*hpa.Spec.MinReplicas))
-	}
-	ref := hpa.Spec.ScaleTargetRef
-	return []interface{}{
-		hpa.Name,
-		ref.Kind + "/" + ref.Name,
-		hpaTargets(hpa.Spec.Metrics, hpa.Status.CurrentMetrics),
-		minPods,
-		int64(hpa.Spec.MaxReplicas),
-		int64(hpa.Status.CurrentReplicas),
-		Age(hpa.CreationTimestamp, now),
-	}
-}
-
-// hpaTargets renders "current/target" per metric, e.g. "cpu: 40%/80%"; the
-// status at the same index is the metric's current value.
-func hpaTargets(specs []autoscalingv2.MetricSpec, statuses []autoscalingv2.MetricStatus) string {
-	if len(specs) == 0 {
-		return none
-	}
-	list := make([]string, len(specs))
-	for i, spec := range specs {
-		var status autoscalingv2.MetricStatus
-		if i < len(statuses) {
-			status = statuses[i]
-		}
-		list[i] = hpaMetric(spec, status)
-	}
-	return TruncatedList(list, 2, ", ")
-}
-
-func hpaMetric(spec autoscalingv2.MetricSpec, status autoscalingv2.MetricStatus) string {
-	switch {
-	case spec.Type == autoscalingv2.ExternalMetricSourceType && spec.External != nil:
-		var current *autoscalingv2.MetricValueStatus
-		if status.External != nil {
-			current = &status.External.Current
-		}
-		return valueTarget(spec.External.Target, current)
-	case spec.Type == autoscalingv2.ObjectMetricSourceType && spec.Object != nil:
-		var current *autoscalingv2.MetricValueStatus
-		if status.Object != nil {
-			current = &status.Object.Current
-		}
-		return valueTarget(spec.Object.Target, current)
-	case spec.Type == autoscalingv2.PodsMetricSourceType && spec.Pods != nil:
-		current := unknown
-		if status.Pods != nil {
-			current = quantity(status.Pods.Current.AverageValue)
-		}
-		return current + "/" + quantity(spec.Pods.Target.AverageValue)
-	case spec.Type == autoscalingv2.ResourceMetricSourceType && spec.Resource != nil:
-		var current *autoscalingv2.MetricValueStatus
-		if status.Resource != nil {
-			current = &status.Resource.Current
-		}
-		return spec.Resource.Name.String() + ": " + resourceTarget(spec.Resource.Target, current)
-	case spec.Type == autoscalingv2.ContainerResourceMetricSourceType && spec.ContainerResource != nil:
-		var current *autoscalingv2.MetricValueStatus
-		if status.ContainerResource != nil {
-			current = &status.ContainerResource.Current
-		}
-		return spec.ContainerResource.Name.String() + ": " + resourceTarget(spec.ContainerResource.Target, current)
-	default:
-		return "<unknown type>"
-	}
-}
-
-// valueTarget renders an object or external metric: by average value with an
-// " (avg)" suffix, else by value.
-func valueTarget(target autoscalingv2.MetricTarget, current *autoscalingv2.MetricValueStatus) string {
-	if target.AverageValue != nil {
-		cur := unknown
-		if current != nil && current.AverageValue != nil {
-			cur = current.AverageValue.String()
-		}
-		return cur + "/" + target.AverageValue.String() + " (avg)"
-	}
-	cur := unknown
-	if current != nil {
-		cur = quantity(current.Value)
-	}
-	return cur + "/" + quantity(target.Value)
-}
-
-// resourceTarget renders a resource metric by average value, else by
-// utilization percentage ("<auto>" without a target).
-func resourceTarget(target autoscalingv2.MetricTarget, current *autoscalingv2.MetricValueStatus) string {
-	if target.AverageValue != nil {
-		cur := unknown
-		if current != nil {
-			cur = quantity(current.AverageValue)
-		}
-		return cur + "/" + target.AverageValue.String()
-	}
-	cur, want := unknown, "<auto>"
-	if current != nil && current.AverageUtilization != nil {
-		cur = fmt.Sprintf("%d%%", *current.AverageUtilization)
-	}
-	if target.AverageUtilization != nil {
-		want = fmt.Sprintf("%d%%", *target.AverageUtilization)
-	}
-	return cur + "/" + want
-}
-
-func quantity(q *resource.Quantity) string {
-	if q == nil {
-		return unknown
-	}
-	return q.String()
-}
 
 // EndpointSlices.
 
@@ -178,8 +48,8 @@ func endpointSliceCells(es *discoveryv1.EndpointSlice, now time.Time) []interfac
 	return []interface{}{
 		es.Name,
 		string(es.AddressType),
-		orDefault(TruncatedList(ports, 3, ","), unset),
-		orDefault(TruncatedList(addrs, 3, ","), unset),
+		orDefault(TruncatedList(ports, 3, ","), Unset),
+		orDefault(TruncatedList(addrs, 3, ","), Unset),
 		Age(es.CreationTimestamp, now),
 	}
 }
@@ -247,7 +117,7 @@ var Ingress = Typed(
 )
 
 func ingressCells(ing *networkingv1.Ingress, now time.Time) []interface{} {
-	class := none
+	class := None
 	if ing.Spec.IngressClassName != nil {
 		class = *ing.Spec.IngressClassName
 	}

@@ -49,9 +49,9 @@ func podCells(pod *corev1.Pod, now time.Time) []interface{} {
 		s.reason,
 		restarts,
 		Age(pod.CreationTimestamp, now),
-		orDefault(ip, none),
-		orDefault(pod.Spec.NodeName, none),
-		orDefault(pod.Status.NominatedNodeName, none),
+		orDefault(ip, None),
+		orDefault(pod.Spec.NodeName, None),
+		orDefault(pod.Status.NominatedNodeName, None),
 		readinessGates(pod),
 	}
 }
@@ -192,7 +192,7 @@ func hasPodCondition(pod *corev1.Pod, t corev1.PodConditionType) bool {
 // readinessGates renders "true gates/all gates", "<none>" without gates.
 func readinessGates(pod *corev1.Pod) string {
 	if len(pod.Spec.ReadinessGates) == 0 {
-		return none
+		return None
 	}
 	passed := 0
 	for _, g := range pod.Spec.ReadinessGates {
@@ -228,14 +228,14 @@ func nodeCells(node *corev1.Node, now time.Time) []interface{} {
 	return []interface{}{
 		node.Name,
 		nodeStatus(node),
-		orDefault(strings.Join(nodeRoles(node), ","), none),
+		orDefault(strings.Join(nodeRoles(node), ","), None),
 		Age(node.CreationTimestamp, now),
 		info.KubeletVersion,
 		nodeAddress(node, corev1.NodeInternalIP),
 		nodeAddress(node, corev1.NodeExternalIP),
-		orDefault(info.OSImage, unknown),
-		orDefault(info.KernelVersion, unknown),
-		orDefault(info.ContainerRuntimeVersion, unknown),
+		orDefault(info.OSImage, Unknown),
+		orDefault(info.KernelVersion, Unknown),
+		orDefault(info.ContainerRuntimeVersion, Unknown),
 	}
 }
 
@@ -279,7 +279,7 @@ func nodeAddress(node *corev1.Node, t corev1.NodeAddressType) string {
 			return a.Address
 		}
 	}
-	return none
+	return None
 }
 
 // Namespaces.
@@ -318,9 +318,9 @@ func serviceCells(svc *corev1.Service, now time.Time) []interface{} {
 	return []interface{}{
 		svc.Name,
 		string(serviceType(svc)),
-		orDefault(clusterIP, none),
+		orDefault(clusterIP, None),
 		serviceExternalIP(svc),
-		orDefault(servicePorts(svc.Spec.Ports), none),
+		orDefault(servicePorts(svc.Spec.Ports), None),
 		Age(svc.CreationTimestamp, now),
 		labels.FormatLabels(svc.Spec.Selector),
 	}
@@ -339,7 +339,7 @@ func serviceType(svc *corev1.Service) corev1.ServiceType {
 func serviceExternalIP(svc *corev1.Service) string {
 	switch serviceType(svc) {
 	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
-		return orDefault(strings.Join(svc.Spec.ExternalIPs, ","), none)
+		return orDefault(strings.Join(svc.Spec.ExternalIPs, ","), None)
 	case corev1.ServiceTypeLoadBalancer:
 		var ips []string
 		for _, in := range svc.Status.LoadBalancer.Ingress {
@@ -350,7 +350,7 @@ func serviceExternalIP(svc *corev1.Service) string {
 	case corev1.ServiceTypeExternalName:
 		return svc.Spec.ExternalName
 	}
-	return unknown
+	return Unknown
 }
 
 // servicePorts renders "80/TCP" or, with a node port, "80:30080/TCP".
@@ -391,7 +391,7 @@ var Endpoints = Typed(
 // port-less subsets), "<none>" without subsets.
 func endpointAddresses(ep *corev1.Endpoints) string {
 	if len(ep.Subsets) == 0 {
-		return none
+		return None
 	}
 	var list []string
 	for _, ss := range ep.Subsets {
@@ -603,14 +603,14 @@ func persistentVolumeClaimCells(pvc *corev1.PersistentVolumeClaim, now time.Time
 
 func stringPtrCell(s *string) string {
 	if s == nil {
-		return unset
+		return Unset
 	}
 	return *s
 }
 
 func volumeModeCell(m *corev1.PersistentVolumeMode) string {
 	if m == nil {
-		return unset
+		return Unset
 	}
 	return string(*m)
 }

@@ -112,23 +112,24 @@ func templateColumns(selectorDescription string) []metav1.TableColumnDefinition 
 
 // Cell helpers.
 
+// What a cell shows for nothing, a value not known yet, and an unset flag.
 const (
-	none    = "<none>"
-	unknown = "<unknown>"
-	unset   = "<unset>"
+	None    = "<none>"
+	Unknown = "<unknown>"
+	Unset   = "<unset>"
 )
 
 // Age renders how long ago t was, "<unknown>" when t is unset.
 func Age(t metav1.Time, now time.Time) string {
 	if t.IsZero() {
-		return unknown
+		return Unknown
 	}
 	return duration.HumanDuration(now.Sub(t.Time))
 }
 
 func microAge(t metav1.MicroTime, now time.Time) string {
 	if t.IsZero() {
-		return unknown
+		return Unknown
 	}
 	return duration.HumanDuration(now.Sub(t.Time))
 }
@@ -160,7 +161,7 @@ func derefInt32(p *int32, def int32) int32 {
 func boolPtrCell(b *bool) string {
 	switch {
 	case b == nil:
-		return unset
+		return Unset
 	case *b:
 		return "True"
 	default:

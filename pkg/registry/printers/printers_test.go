@@ -7,7 +7,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -64,7 +63,6 @@ var registry = map[schema.GroupKind]Printer{
 	{Group: "apps", Kind: "StatefulSet"}:                              StatefulSet,
 	{Group: "batch", Kind: "Job"}:                                     Job,
 	{Group: "batch", Kind: "CronJob"}:                                 CronJob,
-	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}:           HorizontalPodAutoscaler,
 	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:                EndpointSlice,
 	{Group: "coordination.k8s.io", Kind: "Lease"}:                     Lease,
 	{Group: "storage.k8s.io", Kind: "StorageClass"}:                   StorageClass,
@@ -839,18 +837,6 @@ func TestWorkloadCells(t *testing.T) {
 }
 
 func TestClusterCells(t *testing.T) {
-	gkHPA := schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}
-	cpu := func(target int32) autoscalingv2.MetricSpec {
-		return autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
-			Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &target}}}
-	}
-	memValue := autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
-		Name: corev1.ResourceMemory, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr(resource.MustParse("500Mi"))}}}
-	pods := autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
-		Metric: autoscalingv2.MetricIdentifier{Name: "qps"}, Target: autoscalingv2.MetricTarget{AverageValue: ptr(resource.MustParse("10"))}}}
-	ext := autoscalingv2.MetricSpec{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{
-		Target: autoscalingv2.MetricTarget{AverageValue: ptr(resource.MustParse("30"))}}}
-
 	gkIngress := schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}
 	rules := func(hosts ...string) []networkingv1.IngressRule {
 		out := make([]networkingv1.IngressRule, len(hosts))
@@ -861,50 +847,6 @@ func TestClusterCells(t *testing.T) {
 	}
 
 	runCellCases(t, []cellCase{
-		{
-			name: "hpa cpu",
-			gk:   gkHPA,
-			obj: &autoscalingv2.HorizontalPodAutoscaler{
-				ObjectMeta: objMeta("web"),
-				Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-					ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: "Deployment", Name: "web", APIVersion: "apps/v1"},
-					MinReplicas:    ptr(int32(1)), MaxReplicas: 10, Metrics: []autoscalingv2.MetricSpec{cpu(80)},
-				},
-				Status: autoscalingv2.HorizontalPodAutoscalerStatus{
-					CurrentReplicas: 2,
-					CurrentMetrics: []autoscalingv2.MetricStatus{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricStatus{
-						Name: corev1.ResourceCPU, Current: autoscalingv2.MetricValueStatus{AverageUtilization: ptr(int32(40))}}}},
-				},
-			},
-			want: map[string]interface{}{
-				"Name": "web", "Reference": "Deployment/web", "Targets": "cpu: 40%/80%", "MinPods": "1",
-				"MaxPods": int64(10), "Replicas": int64(2), "Age": "10m",
-			},
-		},
-		{
-			name: "hpa no metrics yet",
-			gk:   gkHPA,
-			obj: &autoscalingv2.HorizontalPodAutoscaler{
-				ObjectMeta: objMeta("web"),
-				Spec:       autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: 3, Metrics: []autoscalingv2.MetricSpec{memValue, pods}},
-			},
-			want: map[string]interface{}{"Targets": "memory: <unknown>/500Mi, <unknown>/10", "MinPods": "<unset>"},
-		},
-		{
-			name: "hpa many metrics",
-			gk:   gkHPA,
-			obj: &autoscalingv2.HorizontalPodAutoscaler{
-				ObjectMeta: objMeta("web"),
-				Spec:       autoscalingv2.HorizontalPodAutoscalerSpec{Metrics: []autoscalingv2.MetricSpec{ext, cpu(50), pods}},
-			},
-			want: map[string]interface{}{"Targets": "<unknown>/30 (avg), cpu: <unknown>/50% + 1 more..."},
-		},
-		{
-			name: "hpa without metrics",
-			gk:   gkHPA,
-			obj:  &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objMeta("web")},
-			want: map[string]interface{}{"Targets": "<none>"},
-		},
 		{
 			name: "endpointslice",
 			gk:   schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"},
@@ -1002,7 +944,6 @@ var zeroObjects = map[schema.GroupKind]runtime.Object{
 	{Group: "apps", Kind: "StatefulSet"}:                              &appsv1.StatefulSet{},
 	{Group: "batch", Kind: "Job"}:                                     &batchv1.Job{},
 	{Group: "batch", Kind: "CronJob"}:                                 &batchv1.CronJob{},
-	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}:           &autoscalingv2.HorizontalPodAutoscaler{},
 	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:                &discoveryv1.EndpointSlice{},
 	{Group: "coordination.k8s.io", Kind: "Lease"}:                     &coordinationv1.Lease{},
 	{Group: "storage.k8s.io", Kind: "StorageClass"}:                   &storagev1.StorageClass{},
@@ -1086,7 +1027,6 @@ func TestWideColumns(t *testing.T) {
 		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, []string{"Name", "Ready", "Up-to-date", "Available", "Age"}, []string{"Containers", "Images", "Selector"}},
 		{schema.GroupKind{Group: "batch", Kind: "Job"}, []string{"Name", "Status", "Completions", "Duration", "Age"}, []string{"Containers", "Images", "Selector"}},
 		{schema.GroupKind{Group: "batch", Kind: "CronJob"}, []string{"Name", "Schedule", "Timezone", "Suspend", "Active", "Last Schedule", "Age"}, []string{"Containers", "Images", "Selector"}},
-		{schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, []string{"Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"}, nil},
 	} {
 		normal, wide := wideNames(tc.gk)
 		if !reflect.DeepEqual(normal, tc.normal) || !reflect.DeepEqual(wide, tc.wide) {

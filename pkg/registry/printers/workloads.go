@@ -215,11 +215,11 @@ var CronJob = Typed(
 )
 
 func cronJobCells(cj *batchv1.CronJob, now time.Time) []interface{} {
-	lastSchedule := none
+	lastSchedule := None
 	if t := cj.Status.LastScheduleTime; t != nil {
 		lastSchedule = Age(*t, now)
 	}
-	timeZone := none
+	timeZone := None
 	if cj.Spec.TimeZone != nil {
 		timeZone = *cj.Spec.TimeZone
 	}

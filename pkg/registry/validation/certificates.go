@@ -138,7 +138,7 @@ func validateCSRStatus(st *certificatesv1.CertificateSigningRequestStatus) field
 			approved = approved || c.Type == certificatesv1.CertificateApproved
 			denied = denied || c.Type == certificatesv1.CertificateDenied
 		default:
-			allErrs = append(allErrs, validateEnum(c.Status, []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}, cp.Child("status"))...)
+			allErrs = append(allErrs, Enum(c.Status, []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}, cp.Child("status"))...)
 		}
 	}
 	if approved && denied {

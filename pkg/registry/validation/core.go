@@ -68,7 +68,7 @@ func validateTaints(taints []corev1.Taint, fldPath *field.Path) field.ErrorList 
 		for _, msg := range utilvalidation.IsValidLabelValue(t.Value) {
 			allErrs = append(allErrs, field.Invalid(idxPath.Child("value"), t.Value, msg))
 		}
-		allErrs = append(allErrs, validateEnum(t.Effect, supportedTaintEffectsForNodes, idxPath.Child("effect"))...)
+		allErrs = append(allErrs, Enum(t.Effect, supportedTaintEffectsForNodes, idxPath.Child("effect"))...)
 		key := t.Key + ":" + string(t.Effect)
 		if seen.Has(key) {
 			allErrs = append(allErrs, field.Duplicate(idxPath, "taints must be unique by key and effect pair"))
@@ -273,7 +273,7 @@ func Endpoints(ep *corev1.Endpoints) field.ErrorList {
 					allErrs = append(allErrs, field.Required(portPath.Child("name"), ""))
 				}
 			} else {
-				allErrs = append(allErrs, validateDNS1123Label(p.Name, portPath.Child("name"))...)
+				allErrs = append(allErrs, DNS1123Label(p.Name, portPath.Child("name"))...)
 				if names.Has(p.Name) {
 					allErrs = append(allErrs, field.Duplicate(portPath.Child("name"), p.Name))
 				}
@@ -289,7 +289,7 @@ func Endpoints(ep *corev1.Endpoints) field.ErrorList {
 func validateEndpointAddress(a *corev1.EndpointAddress, fldPath *field.Path) field.ErrorList {
 	allErrs := utilvalidation.IsValidIP(fldPath.Child("ip"), a.IP)
 	if a.Hostname != "" {
-		allErrs = append(allErrs, validateDNS1123Label(a.Hostname, fldPath.Child("hostname"))...)
+		allErrs = append(allErrs, DNS1123Label(a.Hostname, fldPath.Child("hostname"))...)
 	}
 	if a.NodeName != nil && *a.NodeName != "" {
 		allErrs = append(allErrs, DNS1123Subdomain(*a.NodeName, fldPath.Child("nodeName"))...)

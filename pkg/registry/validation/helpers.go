@@ -34,7 +34,8 @@ func PathSegmentName(name string, prefix bool) []string {
 	return content.IsPathSegmentName(name)
 }
 
-func validateDNS1123Label(value string, fldPath *field.Path) field.ErrorList {
+// DNS1123Label checks value is a DNS label (RFC 1123).
+func DNS1123Label(value string, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	for _, msg := range utilvalidation.IsDNS1123Label(value) {
 		allErrs = append(allErrs, field.Invalid(fldPath, value, msg))
@@ -120,9 +121,9 @@ func validateProtocol(p corev1.Protocol, fldPath *field.Path) field.ErrorList {
 	return nil
 }
 
-// validateEnum reports an empty value as Required and any value outside
+// Enum reports an empty value as Required and any value outside
 // valid as NotSupported.
-func validateEnum[T ~string](value T, valid []T, fldPath *field.Path) field.ErrorList {
+func Enum[T ~string](value T, valid []T, fldPath *field.Path) field.ErrorList {
 	if value == "" {
 		return field.ErrorList{field.Required(fldPath, "")}
 	}
@@ -139,7 +140,7 @@ func validateOptionalEnum[T ~string](value T, valid []T, fldPath *field.Path) fi
 	if value == "" {
 		return nil
 	}
-	return validateEnum(value, valid, fldPath)
+	return Enum(value, valid, fldPath)
 }
 
 func validateLabels(l map[string]string, fldPath *field.Path) field.ErrorList {
@@ -233,9 +234,9 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 // positiveQuantity reports whether q > 0.
 func positiveQuantity(q resource.Quantity) bool { return q.Sign() > 0 }
 
-// countSetPointers counts the non-nil pointer fields of a struct where at
+// CountSetPointers counts the non-nil pointer fields of a struct where at
 // most one member is expected to be set (volume sources, handlers, ...).
-func countSetPointers(structPtr any) int {
+func CountSetPointers(structPtr any) int {
 	v := reflect.ValueOf(structPtr).Elem()
 	n := 0
 	for i := 0; i < v.NumField(); i++ {

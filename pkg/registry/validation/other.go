@@ -5,7 +5,6 @@ import (
 	"net"
 	"strings"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -18,212 +17,15 @@ const (
 	maxEndpointSliceEndpoints = 1000
 	maxEndpointSlicePorts     = 100
 	maxEndpointAddresses      = 100
-	maxHPAStabilizationWindow = 3600
-	maxHPAPolicyPeriodSeconds = 1800
 )
 
 var (
-	supportedMetricSourceTypes = []autoscalingv2.MetricSourceType{
-		autoscalingv2.ObjectMetricSourceType, autoscalingv2.PodsMetricSourceType, autoscalingv2.ResourceMetricSourceType,
-		autoscalingv2.ContainerResourceMetricSourceType, autoscalingv2.ExternalMetricSourceType,
-	}
-	supportedMetricTargetTypes = []autoscalingv2.MetricTargetType{
-		autoscalingv2.UtilizationMetricType, autoscalingv2.ValueMetricType, autoscalingv2.AverageValueMetricType,
-	}
-	supportedSelectPolicies = []autoscalingv2.ScalingPolicySelect{
-		autoscalingv2.MaxChangePolicySelect, autoscalingv2.MinChangePolicySelect, autoscalingv2.DisabledPolicySelect,
-	}
-	supportedScalingPolicyTypes = []autoscalingv2.HPAScalingPolicyType{autoscalingv2.PodsScalingPolicy, autoscalingv2.PercentScalingPolicy}
-	supportedAddressTypes       = []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN}
-	supportedPathTypes          = []networkingv1.PathType{networkingv1.PathTypeExact, networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific}
+	supportedAddressTypes = []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN}
+	supportedPathTypes    = []networkingv1.PathType{networkingv1.PathTypeExact, networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific}
 )
 
-func HorizontalPodAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
-	spec := &hpa.Spec
-	specPath := field.NewPath("spec")
-	refPath := specPath.Child("scaleTargetRef")
-	allErrs := field.ErrorList{}
-	if spec.ScaleTargetRef.Kind == "" {
-		allErrs = append(allErrs, field.Required(refPath.Child("kind"), ""))
-	} else {
-		for _, msg := range PathSegmentName(spec.ScaleTargetRef.Kind, false) {
-			allErrs = append(allErrs, field.Invalid(refPath.Child("kind"), spec.ScaleTargetRef.Kind, msg))
-		}
-	}
-	if spec.ScaleTargetRef.Name == "" {
-		allErrs = append(allErrs, field.Required(refPath.Child("name"), ""))
-	} else {
-		for _, msg := range PathSegmentName(spec.ScaleTargetRef.Name, false) {
-			allErrs = append(allErrs, field.Invalid(refPath.Child("name"), spec.ScaleTargetRef.Name, msg))
-		}
-	}
-	if spec.MinReplicas != nil && *spec.MinReplicas < 1 {
-		allErrs = append(allErrs, field.Invalid(specPath.Child("minReplicas"), *spec.MinReplicas, "must be greater than or equal to 1"))
-	}
-	if spec.MaxReplicas < 1 {
-		allErrs = append(allErrs, field.Invalid(specPath.Child("maxReplicas"), spec.MaxReplicas, "must be greater than 0"))
-	}
-	if spec.MinReplicas != nil && spec.MaxReplicas < *spec.MinReplicas {
-		allErrs = append(allErrs, field.Invalid(specPath.Child("maxReplicas"), spec.MaxReplicas, "must be greater than or equal to `minReplicas`"))
-	}
-	for i := range spec.Metrics {
-		allErrs = append(allErrs, validateMetricSpec(&spec.Metrics[i], specPath.Child("metrics").Index(i))...)
-	}
-	if b := spec.Behavior; b != nil {
-		bPath := specPath.Child("behavior")
-		allErrs = append(allErrs, validateScalingRules(b.ScaleUp, bPath.Child("scaleUp"))...)
-		allErrs = append(allErrs, validateScalingRules(b.ScaleDown, bPath.Child("scaleDown"))...)
-	}
-	return allErrs
-}
-
-func validateMetricSpec(m *autoscalingv2.MetricSpec, fldPath *field.Path) field.ErrorList {
-	allErrs := validateEnum(m.Type, supportedMetricSourceTypes, fldPath.Child("type"))
-	if len(allErrs) > 0 {
-		return allErrs
-	}
-	if countSetPointers(m) > 1 {
-		allErrs = append(allErrs, field.Forbidden(fldPath, "must populate the given metric source only"))
-	}
-	missing := func(child string) field.ErrorList {
-		return field.ErrorList{field.Required(fldPath.Child(child), "must populate information for the given metric source")}
-	}
-	switch m.Type {
-	case autoscalingv2.ResourceMetricSourceType:
-		if m.Resource == nil {
-			return append(allErrs, missing("resource")...)
-		}
-		p := fldPath.Child("resource")
-		if m.Resource.Name == "" {
-			allErrs = append(allErrs, field.Required(p.Child("name"), "must specify a resource name"))
-		}
-		allErrs = append(allErrs, validateMetricTarget(&m.Resource.Target, p.Child("target"), true)...)
-	case autoscalingv2.ContainerResourceMetricSourceType:
-		if m.ContainerResource == nil {
-			return append(allErrs, missing("containerResource")...)
-		}
-		p := fldPath.Child("containerResource")
-		if m.ContainerResource.Name == "" {
-			allErrs = append(allErrs, field.Required(p.Child("name"), "must specify a resource name"))
-		}
-		if m.ContainerResource.Container == "" {
-			allErrs = append(allErrs, field.Required(p.Child("container"), "must specify a container"))
-		} else {
-			allErrs = append(allErrs, validateDNS1123Label(m.ContainerResource.Container, p.Child("container"))...)
-		}
-		allErrs = append(allErrs, validateMetricTarget(&m.ContainerResource.Target, p.Child("target"), true)...)
-	case autoscalingv2.PodsMetricSourceType:
-		if m.Pods == nil {
-			return append(allErrs, missing("pods")...)
-		}
-		p := fldPath.Child("pods")
-		allErrs = append(allErrs, validateMetricName(m.Pods.Metric.Name, p.Child("metric", "name"))...)
-		allErrs = append(allErrs, validateMetricTarget(&m.Pods.Target, p.Child("target"), false)...)
-	case autoscalingv2.ObjectMetricSourceType:
-		if m.Object == nil {
-			return append(allErrs, missing("object")...)
-		}
-		p := fldPath.Child("object")
-		if m.Object.DescribedObject.Kind == "" {
-			allErrs = append(allErrs, field.Required(p.Child("describedObject", "kind"), ""))
-		}
-		if m.Object.DescribedObject.Name == "" {
-			allErrs = append(allErrs, field.Required(p.Child("describedObject", "name"), ""))
-		}
-		allErrs = append(allErrs, validateMetricName(m.Object.Metric.Name, p.Child("metric", "name"))...)
-		allErrs = append(allErrs, validateMetricTarget(&m.Object.Target, p.Child("target"), false)...)
-	case autoscalingv2.ExternalMetricSourceType:
-		if m.External == nil {
-			return append(allErrs, missing("external")...)
-		}
-		p := fldPath.Child("external")
-		allErrs = append(allErrs, validateMetricName(m.External.Metric.Name, p.Child("metric", "name"))...)
-		allErrs = append(allErrs, validateMetricTarget(&m.External.Target, p.Child("target"), false)...)
-	}
-	return allErrs
-}
-
-func validateMetricName(name string, fldPath *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(fldPath, "must specify a metric name")}
-	}
-	allErrs := field.ErrorList{}
-	for _, msg := range PathSegmentName(name, false) {
-		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
-	}
-	return allErrs
-}
-
-// validateMetricTarget checks a metric target; utilization targets only
-// make sense for resource metrics.
-func validateMetricTarget(t *autoscalingv2.MetricTarget, fldPath *field.Path, resourceMetric bool) field.ErrorList {
-	allErrs := validateEnum(t.Type, supportedMetricTargetTypes, fldPath.Child("type"))
-	switch t.Type {
-	case autoscalingv2.UtilizationMetricType:
-		if !resourceMetric {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("type"), t.Type, "must be either Value or AverageValue"))
-		}
-		if t.AverageUtilization == nil {
-			allErrs = append(allErrs, field.Required(fldPath.Child("averageUtilization"), "must set either a target raw value or a target utilization"))
-		}
-	case autoscalingv2.ValueMetricType:
-		if t.Value == nil {
-			allErrs = append(allErrs, field.Required(fldPath.Child("value"), "must set either a target value or averageValue"))
-		}
-	case autoscalingv2.AverageValueMetricType:
-		if t.AverageValue == nil {
-			allErrs = append(allErrs, field.Required(fldPath.Child("averageValue"), "must set either a target value or averageValue"))
-		}
-	}
-	if t.AverageUtilization != nil && *t.AverageUtilization < 1 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("averageUtilization"), *t.AverageUtilization, "must be greater than 0"))
-	}
-	if t.Value != nil && t.Value.Sign() <= 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("value"), t.Value.String(), "must be positive"))
-	}
-	if t.AverageValue != nil && t.AverageValue.Sign() <= 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("averageValue"), t.AverageValue.String(), "must be positive"))
-	}
-	return allErrs
-}
-
-func validateScalingRules(r *autoscalingv2.HPAScalingRules, fldPath *field.Path) field.ErrorList {
-	if r == nil {
-		return nil
-	}
-	allErrs := field.ErrorList{}
-	if w := r.StabilizationWindowSeconds; w != nil {
-		wp := fldPath.Child("stabilizationWindowSeconds")
-		if *w < 0 {
-			allErrs = append(allErrs, field.Invalid(wp, *w, "must be greater than or equal to zero"))
-		} else if *w > maxHPAStabilizationWindow {
-			allErrs = append(allErrs, field.Invalid(wp, *w, fmt.Sprintf("must be less than or equal to %d", maxHPAStabilizationWindow)))
-		}
-	}
-	if r.SelectPolicy != nil {
-		allErrs = append(allErrs, validateEnum(*r.SelectPolicy, supportedSelectPolicies, fldPath.Child("selectPolicy"))...)
-	}
-	if len(r.Policies) == 0 {
-		allErrs = append(allErrs, field.Required(fldPath.Child("policies"), "must specify at least one Policy"))
-	}
-	for i, p := range r.Policies {
-		idxPath := fldPath.Child("policies").Index(i)
-		allErrs = append(allErrs, validateEnum(p.Type, supportedScalingPolicyTypes, idxPath.Child("type"))...)
-		if p.Value <= 0 {
-			allErrs = append(allErrs, field.Invalid(idxPath.Child("value"), p.Value, "must be greater than zero"))
-		}
-		if p.PeriodSeconds <= 0 {
-			allErrs = append(allErrs, field.Invalid(idxPath.Child("periodSeconds"), p.PeriodSeconds, "must be greater than zero"))
-		} else if p.PeriodSeconds > maxHPAPolicyPeriodSeconds {
-			allErrs = append(allErrs, field.Invalid(idxPath.Child("periodSeconds"), p.PeriodSeconds,
-				fmt.Sprintf("must be less than or equal to %d", maxHPAPolicyPeriodSeconds)))
-		}
-	}
-	return allErrs
-}
-
 func EndpointSlice(es *discoveryv1.EndpointSlice) field.ErrorList {
-	allErrs := validateEnum(es.AddressType, supportedAddressTypes, field.NewPath("addressType"))
+	allErrs := Enum(es.AddressType, supportedAddressTypes, field.NewPath("addressType"))
 	epPath := field.NewPath("endpoints")
 	if len(es.Endpoints) > maxEndpointSliceEndpoints {
 		allErrs = append(allErrs, field.TooMany(epPath, len(es.Endpoints), maxEndpointSliceEndpoints))
@@ -244,7 +46,7 @@ func EndpointSlice(es *discoveryv1.EndpointSlice) field.ErrorList {
 			allErrs = append(allErrs, DNS1123Subdomain(*ep.NodeName, idxPath.Child("nodeName"))...)
 		}
 		if ep.Hostname != nil && *ep.Hostname != "" {
-			allErrs = append(allErrs, validateDNS1123Label(*ep.Hostname, idxPath.Child("hostname"))...)
+			allErrs = append(allErrs, DNS1123Label(*ep.Hostname, idxPath.Child("hostname"))...)
 		}
 	}
 	portsPath := field.NewPath("ports")
@@ -259,7 +61,7 @@ func EndpointSlice(es *discoveryv1.EndpointSlice) field.ErrorList {
 			name = *p.Name
 		}
 		if name != "" {
-			allErrs = append(allErrs, validateDNS1123Label(name, idxPath.Child("name"))...)
+			allErrs = append(allErrs, DNS1123Label(name, idxPath.Child("name"))...)
 		}
 		if names.Has(name) {
 			allErrs = append(allErrs, field.Duplicate(idxPath.Child("name"), name))
@@ -361,7 +163,7 @@ func validateHTTPIngressPath(p *networkingv1.HTTPIngressPath, fldPath *field.Pat
 	if p.PathType == nil {
 		allErrs = append(allErrs, field.Required(fldPath.Child("pathType"), "pathType must be specified"))
 	} else {
-		allErrs = append(allErrs, validateEnum(*p.PathType, supportedPathTypes, fldPath.Child("pathType"))...)
+		allErrs = append(allErrs, Enum(*p.PathType, supportedPathTypes, fldPath.Child("pathType"))...)
 		switch *p.PathType {
 		case networkingv1.PathTypeExact, networkingv1.PathTypePrefix:
 			if !strings.HasPrefix(p.Path, "/") {
@@ -403,7 +205,7 @@ func validateIngressBackend(b *networkingv1.IngressBackend, fldPath *field.Path)
 	if b.Service.Name == "" {
 		allErrs = append(allErrs, field.Required(sp.Child("name"), ""))
 	} else {
-		allErrs = append(allErrs, validateDNS1123Label(b.Service.Name, sp.Child("name"))...)
+		allErrs = append(allErrs, DNS1123Label(b.Service.Name, sp.Child("name"))...)
 	}
 	port := b.Service.Port
 	portPath := sp.Child("port")

@@ -53,8 +53,8 @@ func PodTemplateSpec(t *corev1.PodTemplateSpec, fldPath *field.Path) field.Error
 func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
 	volumes, allErrs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
 	allErrs = append(allErrs, validateContainers(spec, volumes, fldPath)...)
-	allErrs = append(allErrs, validateEnum(spec.RestartPolicy, supportedRestartPolicies, fldPath.Child("restartPolicy"))...)
-	allErrs = append(allErrs, validateEnum(spec.DNSPolicy, supportedDNSPolicies, fldPath.Child("dnsPolicy"))...)
+	allErrs = append(allErrs, Enum(spec.RestartPolicy, supportedRestartPolicies, fldPath.Child("restartPolicy"))...)
+	allErrs = append(allErrs, Enum(spec.DNSPolicy, supportedDNSPolicies, fldPath.Child("dnsPolicy"))...)
 	if spec.DNSPolicy == corev1.DNSNone && spec.DNSConfig == nil {
 		allErrs = append(allErrs, field.Required(fldPath.Child("dnsConfig"),
 			fmt.Sprintf("must provide `dnsConfig` when `dnsPolicy` is %s", corev1.DNSNone)))
@@ -69,10 +69,10 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 		allErrs = append(allErrs, DNS1123Subdomain(spec.NodeName, fldPath.Child("nodeName"))...)
 	}
 	if spec.Hostname != "" {
-		allErrs = append(allErrs, validateDNS1123Label(spec.Hostname, fldPath.Child("hostname"))...)
+		allErrs = append(allErrs, DNS1123Label(spec.Hostname, fldPath.Child("hostname"))...)
 	}
 	if spec.Subdomain != "" {
-		allErrs = append(allErrs, validateDNS1123Label(spec.Subdomain, fldPath.Child("subdomain"))...)
+		allErrs = append(allErrs, DNS1123Label(spec.Subdomain, fldPath.Child("subdomain"))...)
 	}
 	if spec.PriorityClassName != "" {
 		allErrs = append(allErrs, DNS1123Subdomain(spec.PriorityClassName, fldPath.Child("priorityClassName"))...)
@@ -134,7 +134,7 @@ func validateContainers(spec *corev1.PodSpec, volumes sets.Set[string], fldPath 
 		idxPath := ctrPath.Index(i)
 		allErrs = append(allErrs, validateContainer(c, spec, volumes, names, idxPath)...)
 		if c.RestartPolicy != nil {
-			allErrs = append(allErrs, validateEnum(*c.RestartPolicy, []corev1.ContainerRestartPolicy{
+			allErrs = append(allErrs, Enum(*c.RestartPolicy, []corev1.ContainerRestartPolicy{
 				corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyOnFailure, corev1.ContainerRestartPolicyNever,
 			}, idxPath.Child("restartPolicy"))...)
 		}
@@ -156,7 +156,7 @@ func validateContainer(c *corev1.Container, spec *corev1.PodSpec, volumes, names
 	if c.Name == "" {
 		allErrs = append(allErrs, field.Required(namePath, ""))
 	} else {
-		allErrs = append(allErrs, validateDNS1123Label(c.Name, namePath)...)
+		allErrs = append(allErrs, DNS1123Label(c.Name, namePath)...)
 		if names.Has(c.Name) {
 			allErrs = append(allErrs, field.Duplicate(namePath, c.Name))
 		}
@@ -167,7 +167,7 @@ func validateContainer(c *corev1.Container, spec *corev1.PodSpec, volumes, names
 	} else if strings.TrimSpace(c.Image) != c.Image {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 	}
-	allErrs = append(allErrs, validateEnum(c.ImagePullPolicy, supportedPullPolicies, fldPath.Child("imagePullPolicy"))...)
+	allErrs = append(allErrs, Enum(c.ImagePullPolicy, supportedPullPolicies, fldPath.Child("imagePullPolicy"))...)
 	allErrs = append(allErrs, validateOptionalEnum(c.TerminationMessagePolicy, supportedTermMsgPolicies, fldPath.Child("terminationMessagePolicy"))...)
 	allErrs = append(allErrs, validateContainerPorts(c.Ports, spec.HostNetwork, fldPath.Child("ports"))...)
 	allErrs = append(allErrs, validateEnv(c.Env, fldPath.Child("env"))...)
@@ -231,7 +231,7 @@ func validateEnv(env []corev1.EnvVar, fldPath *field.Path) field.ErrorList {
 			allErrs = append(allErrs, field.Invalid(vfPath, "", "may not be specified when `value` is not empty"))
 		}
 		vf := ev.ValueFrom
-		switch n := countSetPointers(vf); {
+		switch n := CountSetPointers(vf); {
 		case n == 0:
 			allErrs = append(allErrs, field.Invalid(vfPath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
 		case n > 1:
@@ -353,7 +353,7 @@ func validateVolumes(volumes []corev1.Volume, fldPath *field.Path) (sets.Set[str
 		if v.Name == "" {
 			allErrs = append(allErrs, field.Required(namePath, ""))
 		} else {
-			allErrs = append(allErrs, validateDNS1123Label(v.Name, namePath)...)
+			allErrs = append(allErrs, DNS1123Label(v.Name, namePath)...)
 			if names.Has(v.Name) {
 				allErrs = append(allErrs, field.Duplicate(namePath, v.Name))
 			}
@@ -366,7 +366,7 @@ func validateVolumes(volumes []corev1.Volume, fldPath *field.Path) (sets.Set[str
 
 func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
-	switch n := countSetPointers(src); {
+	switch n := CountSetPointers(src); {
 	case n == 0:
 		return field.ErrorList{field.Required(fldPath, "must specify a volume type")}
 	case n > 1:
@@ -422,7 +422,7 @@ func validateHostPath(s *corev1.HostPathVolumeSource, fldPath *field.Path) field
 		}
 	}
 	if s.Type != nil && *s.Type != corev1.HostPathUnset {
-		allErrs = append(allErrs, validateEnum(*s.Type, supportedHostPathTypes, fldPath.Child("type"))...)
+		allErrs = append(allErrs, Enum(*s.Type, supportedHostPathTypes, fldPath.Child("type"))...)
 	}
 	return allErrs
 }
@@ -468,7 +468,7 @@ func validateProbe(p *corev1.Probe, fldPath *field.Path) field.ErrorList {
 	if p == nil {
 		return nil
 	}
-	allErrs := validateHandler(countSetPointers(&p.ProbeHandler), fldPath)
+	allErrs := validateHandler(CountSetPointers(&p.ProbeHandler), fldPath)
 	allErrs = append(allErrs, Nonnegative(int64(p.InitialDelaySeconds), fldPath.Child("initialDelaySeconds"))...)
 	for _, f := range []struct {
 		name  string
@@ -503,7 +503,7 @@ func validateLifecycleHandler(h *corev1.LifecycleHandler, fldPath *field.Path) f
 	if h == nil {
 		return nil
 	}
-	allErrs := validateHandler(countSetPointers(h), fldPath)
+	allErrs := validateHandler(CountSetPointers(h), fldPath)
 	allErrs = append(allErrs, validateHTTPGet(h.HTTPGet, fldPath.Child("httpGet"))...)
 	if h.TCPSocket != nil {
 		allErrs = append(allErrs, PortNumOrName(h.TCPSocket.Port, fldPath.Child("tcpSocket", "port"))...)

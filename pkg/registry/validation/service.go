@@ -31,7 +31,7 @@ var (
 func Service(svc *corev1.Service) field.ErrorList {
 	spec := &svc.Spec
 	specPath := field.NewPath("spec")
-	allErrs := validateEnum(spec.Type, supportedServiceTypes, specPath.Child("type"))
+	allErrs := Enum(spec.Type, supportedServiceTypes, specPath.Child("type"))
 
 	if spec.Type == corev1.ServiceTypeExternalName {
 		allErrs = append(allErrs, validateExternalNameService(spec, specPath)...)
@@ -53,7 +53,7 @@ func Service(svc *corev1.Service) field.ErrorList {
 		(spec.Type == corev1.ServiceTypeClusterIP && len(spec.ExternalIPs) > 0)
 	etpPath := specPath.Child("externalTrafficPolicy")
 	if externallyAccessible {
-		allErrs = append(allErrs, validateEnum(spec.ExternalTrafficPolicy, supportedExternalPolicies, etpPath)...)
+		allErrs = append(allErrs, Enum(spec.ExternalTrafficPolicy, supportedExternalPolicies, etpPath)...)
 	} else if spec.ExternalTrafficPolicy != "" {
 		allErrs = append(allErrs, field.Invalid(etpPath, spec.ExternalTrafficPolicy, "may only be set for externally-accessible services"))
 	}
@@ -62,7 +62,7 @@ func Service(svc *corev1.Service) field.ErrorList {
 		if spec.InternalTrafficPolicy == nil {
 			allErrs = append(allErrs, field.Required(itpPath, ""))
 		} else {
-			allErrs = append(allErrs, validateEnum(*spec.InternalTrafficPolicy, supportedInternalPolicies, itpPath)...)
+			allErrs = append(allErrs, Enum(*spec.InternalTrafficPolicy, supportedInternalPolicies, itpPath)...)
 		}
 	}
 
@@ -136,7 +136,7 @@ func validateClusterIPs(spec *corev1.ServiceSpec, specPath *field.Path) field.Er
 		allErrs = append(allErrs, utilvalidation.IsValidIP(specPath.Child("clusterIPs").Index(i), ip)...)
 	}
 	if spec.IPFamilyPolicy != nil {
-		allErrs = append(allErrs, validateEnum(*spec.IPFamilyPolicy, supportedIPFamilyPolicies, specPath.Child("ipFamilyPolicy"))...)
+		allErrs = append(allErrs, Enum(*spec.IPFamilyPolicy, supportedIPFamilyPolicies, specPath.Child("ipFamilyPolicy"))...)
 	}
 	famPath := specPath.Child("ipFamilies")
 	if len(spec.IPFamilies) > 2 {
@@ -144,7 +144,7 @@ func validateClusterIPs(spec *corev1.ServiceSpec, specPath *field.Path) field.Er
 	}
 	seen := sets.New[corev1.IPFamily]()
 	for i, f := range spec.IPFamilies {
-		allErrs = append(allErrs, validateEnum(f, supportedIPFamilies, famPath.Index(i))...)
+		allErrs = append(allErrs, Enum(f, supportedIPFamilies, famPath.Index(i))...)
 		if seen.Has(f) {
 			allErrs = append(allErrs, field.Duplicate(famPath.Index(i), f))
 		}
@@ -170,7 +170,7 @@ func validateServicePorts(spec *corev1.ServiceSpec, fldPath *field.Path) field.E
 				allErrs = append(allErrs, field.Required(namePath, ""))
 			}
 		} else {
-			allErrs = append(allErrs, validateDNS1123Label(p.Name, namePath)...)
+			allErrs = append(allErrs, DNS1123Label(p.Name, namePath)...)
 			if names.Has(p.Name) {
 				allErrs = append(allErrs, field.Duplicate(namePath, p.Name))
 			}
@@ -212,7 +212,7 @@ func validateServicePorts(spec *corev1.ServiceSpec, fldPath *field.Path) field.E
 }
 
 func validateSessionAffinity(spec *corev1.ServiceSpec, specPath *field.Path) field.ErrorList {
-	allErrs := validateEnum(spec.SessionAffinity, supportedSessionAffinities, specPath.Child("sessionAffinity"))
+	allErrs := Enum(spec.SessionAffinity, supportedSessionAffinities, specPath.Child("sessionAffinity"))
 	cfgPath := specPath.Child("sessionAffinityConfig")
 	switch spec.SessionAffinity {
 	case corev1.ServiceAffinityClientIP:

@@ -65,11 +65,11 @@ func PersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 	allErrs = append(allErrs, validateResourceList(spec.Capacity, capPath)...)
 	allErrs = append(allErrs, validateOptionalEnum(spec.PersistentVolumeReclaimPolicy, supportedPVReclaim, specPath.Child("persistentVolumeReclaimPolicy"))...)
 	if spec.VolumeMode != nil {
-		allErrs = append(allErrs, validateEnum(*spec.VolumeMode, supportedVolumeModes, specPath.Child("volumeMode"))...)
+		allErrs = append(allErrs, Enum(*spec.VolumeMode, supportedVolumeModes, specPath.Child("volumeMode"))...)
 	}
 	allErrs = append(allErrs, validateStorageClassName(&spec.StorageClassName, specPath.Child("storageClassName"))...)
 
-	switch n := countSetPointers(&spec.PersistentVolumeSource); {
+	switch n := CountSetPointers(&spec.PersistentVolumeSource); {
 	case n == 0:
 		allErrs = append(allErrs, field.Required(specPath, "must specify a volume type"))
 	case n > 1:
@@ -137,7 +137,7 @@ func validatePersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec, s
 	allErrs = append(allErrs, validateResourceList(spec.Resources.Requests, resPath.Child("requests"))...)
 	allErrs = append(allErrs, validateResourceList(spec.Resources.Limits, resPath.Child("limits"))...)
 	if spec.VolumeMode != nil {
-		allErrs = append(allErrs, validateEnum(*spec.VolumeMode, supportedVolumeModes, specPath.Child("volumeMode"))...)
+		allErrs = append(allErrs, Enum(*spec.VolumeMode, supportedVolumeModes, specPath.Child("volumeMode"))...)
 	}
 	allErrs = append(allErrs, validateStorageClassName(spec.StorageClassName, specPath.Child("storageClassName"))...)
 	if ds := spec.DataSource; ds != nil {
@@ -199,10 +199,10 @@ func StorageClass(sc *storagev1.StorageClass) field.ErrorList {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("parameters"), "", "parameter key must not be empty"))
 	}
 	if sc.ReclaimPolicy != nil {
-		allErrs = append(allErrs, validateEnum(*sc.ReclaimPolicy, supportedSCReclaim, field.NewPath("reclaimPolicy"))...)
+		allErrs = append(allErrs, Enum(*sc.ReclaimPolicy, supportedSCReclaim, field.NewPath("reclaimPolicy"))...)
 	}
 	if sc.VolumeBindingMode != nil {
-		allErrs = append(allErrs, validateEnum(*sc.VolumeBindingMode, supportedBindingModes, field.NewPath("volumeBindingMode"))...)
+		allErrs = append(allErrs, Enum(*sc.VolumeBindingMode, supportedBindingModes, field.NewPath("volumeBindingMode"))...)
 	}
 	return allErrs
 }

@@ -36,7 +36,7 @@ func Deployment(d *appsv1.Deployment) field.ErrorList {
 	allErrs = append(allErrs, validateReplicatedTemplate(spec.Selector, &spec.Template, specPath, "deployment")...)
 
 	strategyPath := specPath.Child("strategy")
-	allErrs = append(allErrs, validateEnum(spec.Strategy.Type, supportedDeploymentStrategies, strategyPath.Child("type"))...)
+	allErrs = append(allErrs, Enum(spec.Strategy.Type, supportedDeploymentStrategies, strategyPath.Child("type"))...)
 	switch spec.Strategy.Type {
 	case appsv1.RecreateDeploymentStrategyType:
 		if spec.Strategy.RollingUpdate != nil {
@@ -172,7 +172,7 @@ func validateJobSpec(spec *batchv1.JobSpec, specPath *field.Path) field.ErrorLis
 		allErrs = append(allErrs, validatePositive(*spec.ActiveDeadlineSeconds, specPath.Child("activeDeadlineSeconds"))...)
 	}
 	if spec.CompletionMode != nil {
-		allErrs = append(allErrs, validateEnum(*spec.CompletionMode, supportedCompletionModes, specPath.Child("completionMode"))...)
+		allErrs = append(allErrs, Enum(*spec.CompletionMode, supportedCompletionModes, specPath.Child("completionMode"))...)
 	}
 	indexed := spec.CompletionMode != nil && *spec.CompletionMode == batchv1.IndexedCompletion
 	if indexed && spec.Completions == nil {
@@ -185,7 +185,7 @@ func validateJobSpec(spec *batchv1.JobSpec, specPath *field.Path) field.ErrorLis
 		}
 	}
 	if spec.PodReplacementPolicy != nil {
-		allErrs = append(allErrs, validateEnum(*spec.PodReplacementPolicy, supportedPodReplacement, specPath.Child("podReplacementPolicy"))...)
+		allErrs = append(allErrs, Enum(*spec.PodReplacementPolicy, supportedPodReplacement, specPath.Child("podReplacementPolicy"))...)
 	}
 
 	manual := spec.ManualSelector != nil && *spec.ManualSelector
@@ -273,7 +273,7 @@ func CronJob(cj *batchv1.CronJob) field.ErrorList {
 	if tz := spec.TimeZone; tz != nil {
 		allErrs = append(allErrs, validateTimeZone(*tz, specPath.Child("timeZone"))...)
 	}
-	allErrs = append(allErrs, validateEnum(spec.ConcurrencyPolicy, supportedConcurrencyPolicies, specPath.Child("concurrencyPolicy"))...)
+	allErrs = append(allErrs, Enum(spec.ConcurrencyPolicy, supportedConcurrencyPolicies, specPath.Child("concurrencyPolicy"))...)
 	if spec.StartingDeadlineSeconds != nil {
 		allErrs = append(allErrs, Nonnegative(*spec.StartingDeadlineSeconds, specPath.Child("startingDeadlineSeconds"))...)
 	}
