@@ -49,9 +49,9 @@ func podCells(pod *corev1.Pod, now time.Time) []interface{} {
 		s.reason,
 		restarts,
 		Age(pod.CreationTimestamp, now),
-		orDefault(ip, None),
-		orDefault(pod.Spec.NodeName, None),
-		orDefault(pod.Status.NominatedNodeName, None),
+		OrDefault(ip, None),
+		OrDefault(pod.Spec.NodeName, None),
+		OrDefault(pod.Status.NominatedNodeName, None),
 		readinessGates(pod),
 	}
 }
@@ -228,14 +228,14 @@ func nodeCells(node *corev1.Node, now time.Time) []interface{} {
 	return []interface{}{
 		node.Name,
 		nodeStatus(node),
-		orDefault(strings.Join(nodeRoles(node), ","), None),
+		OrDefault(strings.Join(nodeRoles(node), ","), None),
 		Age(node.CreationTimestamp, now),
 		info.KubeletVersion,
 		nodeAddress(node, corev1.NodeInternalIP),
 		nodeAddress(node, corev1.NodeExternalIP),
-		orDefault(info.OSImage, Unknown),
-		orDefault(info.KernelVersion, Unknown),
-		orDefault(info.ContainerRuntimeVersion, Unknown),
+		OrDefault(info.OSImage, Unknown),
+		OrDefault(info.KernelVersion, Unknown),
+		OrDefault(info.ContainerRuntimeVersion, Unknown),
 	}
 }
 
@@ -318,9 +318,9 @@ func serviceCells(svc *corev1.Service, now time.Time) []interface{} {
 	return []interface{}{
 		svc.Name,
 		string(serviceType(svc)),
-		orDefault(clusterIP, None),
+		OrDefault(clusterIP, None),
 		serviceExternalIP(svc),
-		orDefault(servicePorts(svc.Spec.Ports), None),
+		OrDefault(servicePorts(svc.Spec.Ports), None),
 		Age(svc.CreationTimestamp, now),
 		labels.FormatLabels(svc.Spec.Selector),
 	}
@@ -339,14 +339,14 @@ func serviceType(svc *corev1.Service) corev1.ServiceType {
 func serviceExternalIP(svc *corev1.Service) string {
 	switch serviceType(svc) {
 	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
-		return orDefault(strings.Join(svc.Spec.ExternalIPs, ","), None)
+		return OrDefault(strings.Join(svc.Spec.ExternalIPs, ","), None)
 	case corev1.ServiceTypeLoadBalancer:
 		var ips []string
 		for _, in := range svc.Status.LoadBalancer.Ingress {
-			ips = append(ips, orDefault(in.IP, in.Hostname))
+			ips = append(ips, OrDefault(in.IP, in.Hostname))
 		}
-		ips = append(sortedUnique(ips), svc.Spec.ExternalIPs...)
-		return orDefault(strings.Join(ips, ","), "<pending>")
+		ips = append(SortedUnique(ips), svc.Spec.ExternalIPs...)
+		return OrDefault(strings.Join(ips, ","), "<pending>")
 	case corev1.ServiceTypeExternalName:
 		return svc.Spec.ExternalName
 	}
@@ -357,7 +357,7 @@ func serviceExternalIP(svc *corev1.Service) string {
 func servicePorts(ports []corev1.ServicePort) string {
 	parts := make([]string, len(ports))
 	for i, p := range ports {
-		proto := orDefault(string(p.Protocol), string(corev1.ProtocolTCP))
+		proto := OrDefault(string(p.Protocol), string(corev1.ProtocolTCP))
 		if p.NodePort > 0 {
 			parts[i] = fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, proto)
 		} else {
@@ -367,8 +367,8 @@ func servicePorts(ports []corev1.ServicePort) string {
 	return strings.Join(parts, ",")
 }
 
-// sortedUnique drops empty strings and duplicates and sorts the rest.
-func sortedUnique(items []string) []string {
+// SortedUnique drops empty strings and duplicates and sorts the rest.
+func SortedUnique(items []string) []string {
 	items = slices.DeleteFunc(items, func(s string) bool { return s == "" })
 	slices.Sort(items)
 	return slices.Compact(items)
@@ -498,8 +498,8 @@ func eventCells(ev *corev1.Event, now time.Time) []interface{} {
 		object += "/" + ev.InvolvedObject.Name
 	}
 
-	source := orDefault(ev.Source.Component, ev.ReportingController)
-	if host := orDefault(ev.Source.Host, ev.ReportingInstance); host != "" {
+	source := OrDefault(ev.Source.Component, ev.ReportingController)
+	if host := OrDefault(ev.Source.Host, ev.ReportingInstance); host != "" {
 		source += ", " + host
 	}
 

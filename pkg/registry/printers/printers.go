@@ -144,7 +144,8 @@ func containerCells(containers []corev1.Container) (names, images string) {
 	return strings.Join(n, ","), strings.Join(im, ",")
 }
 
-func orDefault(s, def string) string {
+// OrDefault is s, or def when s is empty.
+func OrDefault(s, def string) string {
 	if s == "" {
 		return def
 	}

@@ -9,11 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -63,10 +59,6 @@ var registry = map[schema.GroupKind]Printer{
 	{Group: "apps", Kind: "StatefulSet"}:                              StatefulSet,
 	{Group: "batch", Kind: "Job"}:                                     Job,
 	{Group: "batch", Kind: "CronJob"}:                                 CronJob,
-	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:                EndpointSlice,
-	{Group: "coordination.k8s.io", Kind: "Lease"}:                     Lease,
-	{Group: "storage.k8s.io", Kind: "StorageClass"}:                   StorageClass,
-	{Group: "networking.k8s.io", Kind: "Ingress"}:                     Ingress,
 	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: CertificateSigningRequest,
 }
 
@@ -836,118 +828,25 @@ func TestWorkloadCells(t *testing.T) {
 	})
 }
 
-func TestClusterCells(t *testing.T) {
-	gkIngress := schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}
-	rules := func(hosts ...string) []networkingv1.IngressRule {
-		out := make([]networkingv1.IngressRule, len(hosts))
-		for i, h := range hosts {
-			out[i].Host = h
-		}
-		return out
-	}
-
-	runCellCases(t, []cellCase{
-		{
-			name: "endpointslice",
-			gk:   schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"},
-			obj: &discoveryv1.EndpointSlice{
-				ObjectMeta:  objMeta("web-abc"),
-				AddressType: discoveryv1.AddressTypeIPv4,
-				Ports:       []discoveryv1.EndpointPort{{Port: ptr(int32(80))}, {Name: ptr("metrics")}, {}},
-				Endpoints: []discoveryv1.Endpoint{
-					{Addresses: []string{"10.0.0.1"}}, {Addresses: []string{"10.0.0.2"}},
-					{Addresses: []string{"10.0.0.3"}}, {Addresses: []string{"10.0.0.4"}},
-				},
-			},
-			want: map[string]interface{}{"AddressType": "IPv4", "Ports": "80,metrics,*", "Endpoints": "10.0.0.1,10.0.0.2,10.0.0.3 + 1 more..."},
-		},
-		{
-			name: "empty endpointslice",
-			gk:   schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"},
-			obj:  &discoveryv1.EndpointSlice{ObjectMeta: objMeta("web-abc"), AddressType: discoveryv1.AddressTypeIPv4},
-			want: map[string]interface{}{"Ports": "<unset>", "Endpoints": "<unset>"},
-		},
-		{
-			name: "lease",
-			gk:   schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"},
-			obj:  &coordinationv1.Lease{ObjectMeta: objMeta("kube-scheduler"), Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("cp_1234")}},
-			want: map[string]interface{}{"Name": "kube-scheduler", "Holder": "cp_1234", "Age": "10m"},
-		},
-		{
-			name: "default storage class",
-			gk:   schema.GroupKind{Group: "storage.k8s.io", Kind: "StorageClass"},
-			obj: &storagev1.StorageClass{
-				ObjectMeta:  metav1.ObjectMeta{Name: "standard", CreationTimestamp: created, Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
-				Provisioner: "rancher.io/local-path",
-			},
-			want: map[string]interface{}{
-				"Name": "standard (default)", "Provisioner": "rancher.io/local-path", "ReclaimPolicy": "Delete",
-				"VolumeBindingMode": "Immediate", "AllowVolumeExpansion": false, "Age": "10m",
-			},
-		},
-		{
-			name: "storage class",
-			gk:   schema.GroupKind{Group: "storage.k8s.io", Kind: "StorageClass"},
-			obj: &storagev1.StorageClass{
-				ObjectMeta:           objMeta("fast"),
-				ReclaimPolicy:        ptr(corev1.PersistentVolumeReclaimRetain),
-				VolumeBindingMode:    ptr(storagev1.VolumeBindingWaitForFirstConsumer),
-				AllowVolumeExpansion: ptr(true),
-			},
-			want: map[string]interface{}{"Name": "fast", "ReclaimPolicy": "Retain", "VolumeBindingMode": "WaitForFirstConsumer", "AllowVolumeExpansion": true},
-		},
-		{
-			name: "ingress",
-			gk:   gkIngress,
-			obj: &networkingv1.Ingress{
-				ObjectMeta: objMeta("web"),
-				Spec:       networkingv1.IngressSpec{IngressClassName: ptr("nginx"), Rules: rules("a.example.com", "b.example.com"), TLS: []networkingv1.IngressTLS{{}}},
-				Status: networkingv1.IngressStatus{LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{
-					{IP: "192.168.49.2"}, {Hostname: "lb.example.com"},
-				}}},
-			},
-			want: map[string]interface{}{
-				"Class": "nginx", "Hosts": "a.example.com,b.example.com", "Address": "192.168.49.2,lb.example.com", "Ports": "80, 443", "Age": "10m",
-			},
-		},
-		{
-			name: "ingress catch-all",
-			gk:   gkIngress,
-			obj:  &networkingv1.Ingress{ObjectMeta: objMeta("web"), Spec: networkingv1.IngressSpec{Rules: rules("")}},
-			want: map[string]interface{}{"Class": "<none>", "Hosts": "*", "Address": "", "Ports": "80"},
-		},
-		{
-			name: "ingress many hosts",
-			gk:   gkIngress,
-			obj:  &networkingv1.Ingress{ObjectMeta: objMeta("web"), Spec: networkingv1.IngressSpec{Rules: rules("a", "", "b", "c", "d")}},
-			want: map[string]interface{}{"Hosts": "a,b,c + 2 more..."},
-		},
-	})
-}
-
 // zeroObjects holds an empty object of every kind with a printer.
 var zeroObjects = map[schema.GroupKind]runtime.Object{
-	{Kind: "Pod"}:                                                     &corev1.Pod{},
-	{Kind: "Node"}:                                                    &corev1.Node{},
-	{Kind: "Namespace"}:                                               &corev1.Namespace{},
-	{Kind: "Service"}:                                                 &corev1.Service{},
-	{Kind: "Endpoints"}:                                               &corev1.Endpoints{},
-	{Kind: "ConfigMap"}:                                               &corev1.ConfigMap{},
-	{Kind: "Secret"}:                                                  &corev1.Secret{},
-	{Kind: "Event"}:                                                   &corev1.Event{},
-	{Kind: "ServiceAccount"}:                                          &corev1.ServiceAccount{},
-	{Kind: "PersistentVolume"}:                                        &corev1.PersistentVolume{},
-	{Kind: "PersistentVolumeClaim"}:                                   &corev1.PersistentVolumeClaim{},
-	{Group: "apps", Kind: "Deployment"}:                               &appsv1.Deployment{},
-	{Group: "apps", Kind: "ReplicaSet"}:                               &appsv1.ReplicaSet{},
-	{Group: "apps", Kind: "DaemonSet"}:                                &appsv1.DaemonSet{},
-	{Group: "apps", Kind: "StatefulSet"}:                              &appsv1.StatefulSet{},
-	{Group: "batch", Kind: "Job"}:                                     &batchv1.Job{},
-	{Group: "batch", Kind: "CronJob"}:                                 &batchv1.CronJob{},
-	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:                &discoveryv1.EndpointSlice{},
-	{Group: "coordination.k8s.io", Kind: "Lease"}:                     &coordinationv1.Lease{},
-	{Group: "storage.k8s.io", Kind: "StorageClass"}:                   &storagev1.StorageClass{},
-	{Group: "networking.k8s.io", Kind: "Ingress"}:                     &networkingv1.Ingress{},
+	{Kind: "Pod"}:                        &corev1.Pod{},
+	{Kind: "Node"}:                       &corev1.Node{},
+	{Kind: "Namespace"}:                  &corev1.Namespace{},
+	{Kind: "Service"}:                    &corev1.Service{},
+	{Kind: "Endpoints"}:                  &corev1.Endpoints{},
+	{Kind: "ConfigMap"}:                  &corev1.ConfigMap{},
+	{Kind: "Secret"}:                     &corev1.Secret{},
+	{Kind: "Event"}:                      &corev1.Event{},
+	{Kind: "ServiceAccount"}:             &corev1.ServiceAccount{},
+	{Kind: "PersistentVolume"}:           &corev1.PersistentVolume{},
+	{Kind: "PersistentVolumeClaim"}:      &corev1.PersistentVolumeClaim{},
+	{Group: "apps", Kind: "Deployment"}:  &appsv1.Deployment{},
+	{Group: "apps", Kind: "ReplicaSet"}:  &appsv1.ReplicaSet{},
+	{Group: "apps", Kind: "DaemonSet"}:   &appsv1.DaemonSet{},
+	{Group: "apps", Kind: "StatefulSet"}: &appsv1.StatefulSet{},
+	{Group: "batch", Kind: "Job"}:        &batchv1.Job{},
+	{Group: "batch", Kind: "CronJob"}:    &batchv1.CronJob{},
 	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: &certificatesv1.CertificateSigningRequest{},
 }
 

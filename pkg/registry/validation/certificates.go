@@ -182,7 +182,7 @@ func validateCertificatePEM(data []byte) error {
 }
 
 func CertificateSigningRequestUpdate(csr, old *certificatesv1.CertificateSigningRequest) field.ErrorList {
-	allErrs := validateImmutable(csr.Spec, old.Spec, field.NewPath("spec"))
+	allErrs := Immutable(csr.Spec, old.Spec, field.NewPath("spec"))
 	if len(old.Status.Certificate) > 0 && !bytes.Equal(old.Status.Certificate, csr.Status.Certificate) {
 		allErrs = append(allErrs, field.Forbidden(field.NewPath("status", "certificate"), "updates may not modify existing certificate content"))
 	}

@@ -63,7 +63,7 @@ func validateTaints(taints []corev1.Taint, fldPath *field.Path) field.ErrorList 
 		if t.Key == "" {
 			allErrs = append(allErrs, field.Required(idxPath.Child("key"), ""))
 		} else {
-			allErrs = append(allErrs, validateQualifiedName(t.Key, idxPath.Child("key"))...)
+			allErrs = append(allErrs, QualifiedName(t.Key, idxPath.Child("key"))...)
 		}
 		for _, msg := range utilvalidation.IsValidLabelValue(t.Value) {
 			allErrs = append(allErrs, field.Invalid(idxPath.Child("value"), t.Value, msg))
@@ -171,7 +171,7 @@ func Secret(s *corev1.Secret) field.ErrorList {
 }
 
 func SecretUpdate(s, old *corev1.Secret) field.ErrorList {
-	allErrs := validateImmutable(s.Type, old.Type, field.NewPath("type"))
+	allErrs := Immutable(s.Type, old.Type, field.NewPath("type"))
 	return append(allErrs, validateImmutableData(old.Immutable, s.Immutable, map[string]bool{
 		"data": equalBytesMaps(s.Data, old.Data),
 	})...)
@@ -279,8 +279,8 @@ func Endpoints(ep *corev1.Endpoints) field.ErrorList {
 				}
 				names.Insert(p.Name)
 			}
-			allErrs = append(allErrs, validatePortNumber(p.Port, portPath.Child("port"))...)
-			allErrs = append(allErrs, validateProtocol(p.Protocol, portPath.Child("protocol"))...)
+			allErrs = append(allErrs, PortNumber(p.Port, portPath.Child("port"))...)
+			allErrs = append(allErrs, Protocol(p.Protocol, portPath.Child("protocol"))...)
 		}
 	}
 	return allErrs
@@ -297,9 +297,9 @@ func validateEndpointAddress(a *corev1.EndpointAddress, fldPath *field.Path) fie
 	return allErrs
 }
 
-// validateHost checks a DNS host name that may start with a "*." wildcard
+// Host checks a DNS host name that may start with a "*." wildcard
 // and must not be an IP address.
-func validateHost(host string, fldPath *field.Path) field.ErrorList {
+func Host(host string, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	if len(utilvalidation.IsValidIP(fldPath, host)) == 0 {
 		return append(allErrs, field.Invalid(fldPath, host, "must be a DNS name, not an IP address"))

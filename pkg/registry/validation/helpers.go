@@ -43,6 +43,7 @@ func DNS1123Label(value string, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
+// DNS1123Subdomain checks value is a DNS subdomain (RFC 1123).
 func DNS1123Subdomain(value string, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	for _, msg := range utilvalidation.IsDNS1123Subdomain(value) {
@@ -51,7 +52,8 @@ func DNS1123Subdomain(value string, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
-func validateQualifiedName(value string, fldPath *field.Path) field.ErrorList {
+// QualifiedName checks value is a qualified name ([prefix/]name), as label keys are.
+func QualifiedName(value string, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	for _, msg := range utilvalidation.IsQualifiedName(value) {
 		allErrs = append(allErrs, field.Invalid(fldPath, value, msg))
@@ -59,6 +61,7 @@ func validateQualifiedName(value string, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
+// Nonnegative checks value is not negative.
 func Nonnegative(value int64, fldPath *field.Path) field.ErrorList {
 	if value < 0 {
 		return field.ErrorList{field.Invalid(fldPath, value, isNegativeErrorMsg)}
@@ -66,7 +69,8 @@ func Nonnegative(value int64, fldPath *field.Path) field.ErrorList {
 	return nil
 }
 
-func validateNonnegativePtr32(value *int32, fldPath *field.Path) field.ErrorList {
+// NonnegativePtr32 checks an optional value is not negative.
+func NonnegativePtr32(value *int32, fldPath *field.Path) field.ErrorList {
 	if value == nil {
 		return nil
 	}
@@ -80,8 +84,8 @@ func validatePositive(value int64, fldPath *field.Path) field.ErrorList {
 	return nil
 }
 
-// validatePortNumber checks 1..65535.
-func validatePortNumber(port int32, fldPath *field.Path) field.ErrorList {
+// PortNumber checks 1..65535.
+func PortNumber(port int32, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	for _, msg := range utilvalidation.IsValidPortNum(int(port)) {
 		allErrs = append(allErrs, field.Invalid(fldPath, port, msg))
@@ -89,8 +93,8 @@ func validatePortNumber(port int32, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
-// validatePortName checks an IANA_SVC_NAME (container/target port names).
-func validatePortName(name string, fldPath *field.Path) field.ErrorList {
+// PortName checks an IANA_SVC_NAME (container/target port names).
+func PortName(name string, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	for _, msg := range utilvalidation.IsValidPortName(name) {
 		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
@@ -102,16 +106,17 @@ func validatePortName(name string, fldPath *field.Path) field.ErrorList {
 func PortNumOrName(port intstr.IntOrString, fldPath *field.Path) field.ErrorList {
 	switch port.Type {
 	case intstr.Int:
-		return validatePortNumber(port.IntVal, fldPath)
+		return PortNumber(port.IntVal, fldPath)
 	case intstr.String:
-		return validatePortName(port.StrVal, fldPath)
+		return PortName(port.StrVal, fldPath)
 	}
 	return field.ErrorList{field.InternalError(fldPath, fmt.Errorf("unknown type: %v", port.Type))}
 }
 
 var supportedPortProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
 
-func validateProtocol(p corev1.Protocol, fldPath *field.Path) field.ErrorList {
+// Protocol checks p is TCP, UDP or SCTP.
+func Protocol(p corev1.Protocol, fldPath *field.Path) field.ErrorList {
 	if p == "" {
 		return field.ErrorList{field.Required(fldPath, "")}
 	}
@@ -160,13 +165,14 @@ func selectorMatchesLabels(sel *metav1.LabelSelector, l map[string]string) bool 
 	return s.Matches(labels.Set(l))
 }
 
-func validateImmutable(newVal, oldVal any, fldPath *field.Path) field.ErrorList {
+// Immutable reports a change of an immutable field.
+func Immutable(newVal, oldVal any, fldPath *field.Path) field.ErrorList {
 	return apimachineryvalidation.ValidateImmutableField(newVal, oldVal, fldPath)
 }
 
 // SelectorUpdate enforces that a workload selector never changes.
 func SelectorUpdate(newSel, oldSel *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
-	return validateImmutable(newSel, oldSel, fldPath)
+	return Immutable(newSel, oldSel, fldPath)
 }
 
 // standardResourceNames are the unprefixed resource names users may request.
@@ -177,7 +183,7 @@ var standardResourceNames = sets.New[corev1.ResourceName](
 // validateResourceName checks a compute resource name: a standard name,
 // hugepages-<size>, or a domain-prefixed extended resource.
 func validateResourceName(name corev1.ResourceName, fldPath *field.Path) field.ErrorList {
-	allErrs := validateQualifiedName(string(name), fldPath)
+	allErrs := QualifiedName(string(name), fldPath)
 	if len(allErrs) != 0 {
 		return allErrs
 	}

@@ -190,7 +190,7 @@ func validateContainerPorts(ports []corev1.ContainerPort, hostNetwork bool, fldP
 	for i, p := range ports {
 		idxPath := fldPath.Index(i)
 		if p.Name != "" {
-			allErrs = append(allErrs, validatePortName(p.Name, idxPath.Child("name"))...)
+			allErrs = append(allErrs, PortName(p.Name, idxPath.Child("name"))...)
 			if names.Has(p.Name) {
 				allErrs = append(allErrs, field.Duplicate(idxPath.Child("name"), p.Name))
 			}
@@ -199,15 +199,15 @@ func validateContainerPorts(ports []corev1.ContainerPort, hostNetwork bool, fldP
 		if p.ContainerPort == 0 {
 			allErrs = append(allErrs, field.Required(idxPath.Child("containerPort"), ""))
 		} else {
-			allErrs = append(allErrs, validatePortNumber(p.ContainerPort, idxPath.Child("containerPort"))...)
+			allErrs = append(allErrs, PortNumber(p.ContainerPort, idxPath.Child("containerPort"))...)
 		}
 		if p.HostPort != 0 {
-			allErrs = append(allErrs, validatePortNumber(p.HostPort, idxPath.Child("hostPort"))...)
+			allErrs = append(allErrs, PortNumber(p.HostPort, idxPath.Child("hostPort"))...)
 			if hostNetwork && p.HostPort != p.ContainerPort {
 				allErrs = append(allErrs, field.Invalid(idxPath.Child("hostPort"), p.HostPort, "must match `containerPort` when `hostNetwork` is true"))
 			}
 		}
-		allErrs = append(allErrs, validateProtocol(p.Protocol, idxPath.Child("protocol"))...)
+		allErrs = append(allErrs, Protocol(p.Protocol, idxPath.Child("protocol"))...)
 	}
 	return allErrs
 }
@@ -491,7 +491,7 @@ func validateProbe(p *corev1.Probe, fldPath *field.Path) field.ErrorList {
 		allErrs = append(allErrs, PortNumOrName(p.TCPSocket.Port, fldPath.Child("tcpSocket", "port"))...)
 	}
 	if p.GRPC != nil {
-		allErrs = append(allErrs, validatePortNumber(p.GRPC.Port, fldPath.Child("grpc", "port"))...)
+		allErrs = append(allErrs, PortNumber(p.GRPC.Port, fldPath.Child("grpc", "port"))...)
 	}
 	if p.Exec != nil && len(p.Exec.Command) == 0 {
 		allErrs = append(allErrs, field.Required(fldPath.Child("exec", "command"), ""))
@@ -551,7 +551,7 @@ func validateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) f
 	for i, t := range tolerations {
 		idxPath := fldPath.Index(i)
 		if t.Key != "" {
-			allErrs = append(allErrs, validateQualifiedName(t.Key, idxPath.Child("key"))...)
+			allErrs = append(allErrs, QualifiedName(t.Key, idxPath.Child("key"))...)
 		} else if t.Operator != corev1.TolerationOpExists {
 			allErrs = append(allErrs, field.Invalid(idxPath.Child("operator"), t.Operator, "operator must be Exists when `key` is empty, which means \"match all values and all keys\""))
 		}

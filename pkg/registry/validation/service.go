@@ -176,8 +176,8 @@ func validateServicePorts(spec *corev1.ServiceSpec, fldPath *field.Path) field.E
 			}
 			names.Insert(p.Name)
 		}
-		allErrs = append(allErrs, validatePortNumber(p.Port, portPath.Child("port"))...)
-		allErrs = append(allErrs, validateProtocol(p.Protocol, portPath.Child("protocol"))...)
+		allErrs = append(allErrs, PortNumber(p.Port, portPath.Child("port"))...)
+		allErrs = append(allErrs, Protocol(p.Protocol, portPath.Child("protocol"))...)
 		key := fmt.Sprintf("%d/%s", p.Port, p.Protocol)
 		if portProtos.Has(key) {
 			allErrs = append(allErrs, field.Duplicate(portPath, key))
@@ -187,7 +187,7 @@ func validateServicePorts(spec *corev1.ServiceSpec, fldPath *field.Path) field.E
 			allErrs = append(allErrs, PortNumOrName(p.TargetPort, portPath.Child("targetPort"))...)
 		}
 		if p.AppProtocol != nil {
-			allErrs = append(allErrs, validateQualifiedName(*p.AppProtocol, portPath.Child("appProtocol"))...)
+			allErrs = append(allErrs, QualifiedName(*p.AppProtocol, portPath.Child("appProtocol"))...)
 		}
 		if p.NodePort == 0 {
 			continue
@@ -239,7 +239,7 @@ func ServiceUpdate(svc, old *corev1.Service) field.ErrorList {
 	}
 	specPath := field.NewPath("spec")
 	if old.Spec.ClusterIP != "" {
-		allErrs = append(allErrs, validateImmutable(svc.Spec.ClusterIP, old.Spec.ClusterIP, specPath.Child("clusterIP"))...)
+		allErrs = append(allErrs, Immutable(svc.Spec.ClusterIP, old.Spec.ClusterIP, specPath.Child("clusterIP"))...)
 	}
 	if len(old.Spec.ClusterIPs) > 0 && len(svc.Spec.ClusterIPs) > 0 && old.Spec.ClusterIPs[0] != svc.Spec.ClusterIPs[0] {
 		allErrs = append(allErrs, field.Invalid(specPath.Child("clusterIPs").Index(0), svc.Spec.ClusterIPs[0], "may not change once set"))

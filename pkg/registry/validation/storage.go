@@ -2,10 +2,8 @@ package validation
 
 import (
 	"path"
-	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -18,8 +16,6 @@ var (
 	}
 	supportedVolumeModes     = []corev1.PersistentVolumeMode{corev1.PersistentVolumeBlock, corev1.PersistentVolumeFilesystem}
 	supportedPVReclaim       = []corev1.PersistentVolumeReclaimPolicy{corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRecycle, corev1.PersistentVolumeReclaimRetain}
-	supportedSCReclaim       = []corev1.PersistentVolumeReclaimPolicy{corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRetain}
-	supportedBindingModes    = []storagev1.VolumeBindingMode{storagev1.VolumeBindingImmediate, storagev1.VolumeBindingWaitForFirstConsumer}
 	storageOnly              = []corev1.ResourceName{corev1.ResourceStorage}
 	pvcSpecImmutableErrorMsg = "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
 )
@@ -113,9 +109,9 @@ func PersistentVolumeUpdate(pv, old *corev1.PersistentVolume) field.ErrorList {
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("persistentvolumesource"),
 			"spec.persistentvolumesource is immutable after creation\n"+diff.Diff(old.Spec.PersistentVolumeSource, pv.Spec.PersistentVolumeSource)))
 	}
-	allErrs = append(allErrs, validateImmutable(pv.Spec.VolumeMode, old.Spec.VolumeMode, specPath.Child("volumeMode"))...)
+	allErrs = append(allErrs, Immutable(pv.Spec.VolumeMode, old.Spec.VolumeMode, specPath.Child("volumeMode"))...)
 	if old.Spec.NodeAffinity != nil {
-		allErrs = append(allErrs, validateImmutable(pv.Spec.NodeAffinity, old.Spec.NodeAffinity, specPath.Child("nodeAffinity"))...)
+		allErrs = append(allErrs, Immutable(pv.Spec.NodeAffinity, old.Spec.NodeAffinity, specPath.Child("nodeAffinity"))...)
 	}
 	return allErrs
 }
@@ -184,40 +180,5 @@ func PersistentVolumeClaimUpdate(pvc, old *corev1.PersistentVolumeClaim) field.E
 			allErrs = append(allErrs, field.Forbidden(storagePath, "field can not be less than previous value"))
 		}
 	}
-	return allErrs
-}
-
-func StorageClass(sc *storagev1.StorageClass) field.ErrorList {
-	allErrs := field.ErrorList{}
-	provPath := field.NewPath("provisioner")
-	if sc.Provisioner == "" {
-		allErrs = append(allErrs, field.Required(provPath, ""))
-	} else {
-		allErrs = append(allErrs, validateQualifiedName(sc.Provisioner, provPath)...)
-	}
-	if _, ok := sc.Parameters[""]; ok {
-		allErrs = append(allErrs, field.Invalid(field.NewPath("parameters"), "", "parameter key must not be empty"))
-	}
-	if sc.ReclaimPolicy != nil {
-		allErrs = append(allErrs, Enum(*sc.ReclaimPolicy, supportedSCReclaim, field.NewPath("reclaimPolicy"))...)
-	}
-	if sc.VolumeBindingMode != nil {
-		allErrs = append(allErrs, Enum(*sc.VolumeBindingMode, supportedBindingModes, field.NewPath("volumeBindingMode"))...)
-	}
-	return allErrs
-}
-
-func StorageClassUpdate(sc, old *storagev1.StorageClass) field.ErrorList {
-	allErrs := field.ErrorList{}
-	if !reflect.DeepEqual(sc.Parameters, old.Parameters) && (len(sc.Parameters) != 0 || len(old.Parameters) != 0) {
-		allErrs = append(allErrs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))
-	}
-	if sc.Provisioner != old.Provisioner {
-		allErrs = append(allErrs, field.Forbidden(field.NewPath("provisioner"), "updates to provisioner are forbidden."))
-	}
-	if !reflect.DeepEqual(sc.ReclaimPolicy, old.ReclaimPolicy) {
-		allErrs = append(allErrs, field.Forbidden(field.NewPath("reclaimPolicy"), "updates to reclaimPolicy are forbidden."))
-	}
-	allErrs = append(allErrs, validateImmutable(sc.VolumeBindingMode, old.VolumeBindingMode, field.NewPath("volumeBindingMode"))...)
 	return allErrs
 }

@@ -32,7 +32,7 @@ var (
 func Deployment(d *appsv1.Deployment) field.ErrorList {
 	spec := &d.Spec
 	specPath := field.NewPath("spec")
-	allErrs := validateNonnegativePtr32(spec.Replicas, specPath.Child("replicas"))
+	allErrs := NonnegativePtr32(spec.Replicas, specPath.Child("replicas"))
 	allErrs = append(allErrs, validateReplicatedTemplate(spec.Selector, &spec.Template, specPath, "deployment")...)
 
 	strategyPath := specPath.Child("strategy")
@@ -47,7 +47,7 @@ func Deployment(d *appsv1.Deployment) field.ErrorList {
 			allErrs = append(allErrs, validateRollingUpdate(spec.Strategy.RollingUpdate, strategyPath.Child("rollingUpdate"))...)
 		}
 	}
-	allErrs = append(allErrs, validateNonnegativePtr32(spec.RevisionHistoryLimit, specPath.Child("revisionHistoryLimit"))...)
+	allErrs = append(allErrs, NonnegativePtr32(spec.RevisionHistoryLimit, specPath.Child("revisionHistoryLimit"))...)
 	allErrs = append(allErrs, Nonnegative(int64(spec.MinReadySeconds), specPath.Child("minReadySeconds"))...)
 	if pds := spec.ProgressDeadlineSeconds; pds != nil {
 		p := specPath.Child("progressDeadlineSeconds")
@@ -113,7 +113,7 @@ func isZero(v *intstr.IntOrString) bool {
 
 func ReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
 	specPath := field.NewPath("spec")
-	allErrs := validateNonnegativePtr32(rs.Spec.Replicas, specPath.Child("replicas"))
+	allErrs := NonnegativePtr32(rs.Spec.Replicas, specPath.Child("replicas"))
 	allErrs = append(allErrs, validateReplicatedTemplate(rs.Spec.Selector, &rs.Spec.Template, specPath, "replicaset")...)
 	allErrs = append(allErrs, Nonnegative(int64(rs.Spec.MinReadySeconds), specPath.Child("minReadySeconds"))...)
 	return allErrs
@@ -164,10 +164,10 @@ func Job(job *batchv1.Job) field.ErrorList {
 }
 
 func validateJobSpec(spec *batchv1.JobSpec, specPath *field.Path) field.ErrorList {
-	allErrs := validateNonnegativePtr32(spec.Parallelism, specPath.Child("parallelism"))
-	allErrs = append(allErrs, validateNonnegativePtr32(spec.Completions, specPath.Child("completions"))...)
-	allErrs = append(allErrs, validateNonnegativePtr32(spec.BackoffLimit, specPath.Child("backoffLimit"))...)
-	allErrs = append(allErrs, validateNonnegativePtr32(spec.TTLSecondsAfterFinished, specPath.Child("ttlSecondsAfterFinished"))...)
+	allErrs := NonnegativePtr32(spec.Parallelism, specPath.Child("parallelism"))
+	allErrs = append(allErrs, NonnegativePtr32(spec.Completions, specPath.Child("completions"))...)
+	allErrs = append(allErrs, NonnegativePtr32(spec.BackoffLimit, specPath.Child("backoffLimit"))...)
+	allErrs = append(allErrs, NonnegativePtr32(spec.TTLSecondsAfterFinished, specPath.Child("ttlSecondsAfterFinished"))...)
 	if spec.ActiveDeadlineSeconds != nil {
 		allErrs = append(allErrs, validatePositive(*spec.ActiveDeadlineSeconds, specPath.Child("activeDeadlineSeconds"))...)
 	}
@@ -179,7 +179,7 @@ func validateJobSpec(spec *batchv1.JobSpec, specPath *field.Path) field.ErrorLis
 		allErrs = append(allErrs, field.Required(specPath.Child("completions"), fmt.Sprintf("when completion mode is %s", batchv1.IndexedCompletion)))
 	}
 	if spec.BackoffLimitPerIndex != nil {
-		allErrs = append(allErrs, validateNonnegativePtr32(spec.BackoffLimitPerIndex, specPath.Child("backoffLimitPerIndex"))...)
+		allErrs = append(allErrs, NonnegativePtr32(spec.BackoffLimitPerIndex, specPath.Child("backoffLimitPerIndex"))...)
 		if !indexed {
 			allErrs = append(allErrs, field.Forbidden(specPath.Child("backoffLimitPerIndex"), "requires indexed completion mode"))
 		}
@@ -215,9 +215,9 @@ func JobUpdate(job, old *batchv1.Job) field.ErrorList {
 	if old.Spec.Selector != nil {
 		allErrs = append(allErrs, SelectorUpdate(job.Spec.Selector, old.Spec.Selector, specPath.Child("selector"))...)
 	}
-	allErrs = append(allErrs, validateImmutable(job.Spec.CompletionMode, old.Spec.CompletionMode, specPath.Child("completionMode"))...)
+	allErrs = append(allErrs, Immutable(job.Spec.CompletionMode, old.Spec.CompletionMode, specPath.Child("completionMode"))...)
 	if old.Spec.CompletionMode == nil || *old.Spec.CompletionMode == batchv1.NonIndexedCompletion {
-		allErrs = append(allErrs, validateImmutable(job.Spec.Completions, old.Spec.Completions, specPath.Child("completions"))...)
+		allErrs = append(allErrs, Immutable(job.Spec.Completions, old.Spec.Completions, specPath.Child("completions"))...)
 	}
 
 	oldTpl := old.Spec.Template.DeepCopy()
@@ -277,8 +277,8 @@ func CronJob(cj *batchv1.CronJob) field.ErrorList {
 	if spec.StartingDeadlineSeconds != nil {
 		allErrs = append(allErrs, Nonnegative(*spec.StartingDeadlineSeconds, specPath.Child("startingDeadlineSeconds"))...)
 	}
-	allErrs = append(allErrs, validateNonnegativePtr32(spec.SuccessfulJobsHistoryLimit, specPath.Child("successfulJobsHistoryLimit"))...)
-	allErrs = append(allErrs, validateNonnegativePtr32(spec.FailedJobsHistoryLimit, specPath.Child("failedJobsHistoryLimit"))...)
+	allErrs = append(allErrs, NonnegativePtr32(spec.SuccessfulJobsHistoryLimit, specPath.Child("successfulJobsHistoryLimit"))...)
+	allErrs = append(allErrs, NonnegativePtr32(spec.FailedJobsHistoryLimit, specPath.Child("failedJobsHistoryLimit"))...)
 
 	jtPath := specPath.Child("jobTemplate")
 	allErrs = append(allErrs, validateLabels(spec.JobTemplate.Labels, jtPath.Child("metadata", "labels"))...)
