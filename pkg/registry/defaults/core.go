@@ -85,67 +85,6 @@ func defaultServiceIPFields(spec *corev1.ServiceSpec) {
 	}
 }
 
-func Namespace(ns *corev1.Namespace) {
-	if ns.Name != "" {
-		if ns.Labels == nil {
-			ns.Labels = map[string]string{}
-		}
-		ns.Labels[corev1.LabelMetadataName] = ns.Name
-	}
-	if ns.Status.Phase == "" {
-		ns.Status.Phase = corev1.NamespaceActive
-	}
-	// A namespace being deleted may have had its finalizers removed by the
-	// namespace controller; never put them back.
-	if ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
-		return
-	}
-	for _, f := range ns.Spec.Finalizers {
-		if f == corev1.FinalizerKubernetes {
-			return
-		}
-	}
-	ns.Spec.Finalizers = append(ns.Spec.Finalizers, corev1.FinalizerKubernetes)
-}
-
-func Node(node *corev1.Node) {
-	defaultResourceList(node.Status.Capacity)
-	defaultResourceList(node.Status.Allocatable)
-	if node.Status.Allocatable == nil && node.Status.Capacity != nil {
-		node.Status.Allocatable = make(corev1.ResourceList, len(node.Status.Capacity))
-		for name, q := range node.Status.Capacity {
-			node.Status.Allocatable[name] = q.DeepCopy()
-		}
-	}
-}
-
-func Secret(s *corev1.Secret) {
-	if s.Type == "" {
-		s.Type = corev1.SecretTypeOpaque
-	}
-	// stringData is write-only: it is merged into data and never stored.
-	if len(s.StringData) > 0 {
-		if s.Data == nil {
-			s.Data = make(map[string][]byte, len(s.StringData))
-		}
-		for k, v := range s.StringData {
-			s.Data[k] = []byte(v)
-		}
-	}
-	s.StringData = nil
-}
-
-func Endpoints(ep *corev1.Endpoints) {
-	for i := range ep.Subsets {
-		for j := range ep.Subsets[i].Ports {
-			p := &ep.Subsets[i].Ports[j]
-			if p.Protocol == "" {
-				p.Protocol = corev1.ProtocolTCP
-			}
-		}
-	}
-}
-
 func PersistentVolume(pv *corev1.PersistentVolume) {
 	if pv.Status.Phase == "" {
 		pv.Status.Phase = corev1.VolumePending
@@ -159,7 +98,7 @@ func PersistentVolume(pv *corev1.PersistentVolume) {
 	if pv.Spec.HostPath != nil {
 		defaultHostPath(pv.Spec.HostPath)
 	}
-	defaultResourceList(pv.Spec.Capacity)
+	DefaultResourceList(pv.Spec.Capacity)
 }
 
 func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
@@ -173,8 +112,8 @@ func defaultPersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec) {
 	if spec.VolumeMode == nil {
 		spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
 	}
-	defaultResourceList(spec.Resources.Limits)
-	defaultResourceList(spec.Resources.Requests)
+	DefaultResourceList(spec.Resources.Limits)
+	DefaultResourceList(spec.Resources.Requests)
 }
 
 func ReplicationController(rc *corev1.ReplicationController) {

@@ -150,11 +150,11 @@ func defaultPodSpec(spec *corev1.PodSpec) {
 		defaultContainer((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 	if spec.Resources != nil {
-		defaultResourceList(spec.Resources.Limits)
-		defaultResourceList(spec.Resources.Requests)
+		DefaultResourceList(spec.Resources.Limits)
+		DefaultResourceList(spec.Resources.Requests)
 	}
 	if spec.Overhead != nil {
-		defaultResourceList(spec.Overhead)
+		DefaultResourceList(spec.Overhead)
 	}
 }
 
@@ -183,8 +183,8 @@ func defaultContainer(c *corev1.Container) {
 			defaultObjectFieldSelector(vf.FieldRef)
 		}
 	}
-	defaultResourceList(c.Resources.Limits)
-	defaultResourceList(c.Resources.Requests)
+	DefaultResourceList(c.Resources.Limits)
+	DefaultResourceList(c.Resources.Requests)
 	defaultProbe(c.LivenessProbe)
 	defaultProbe(c.ReadinessProbe)
 	defaultProbe(c.StartupProbe)
@@ -325,7 +325,7 @@ func defaultDownwardAPIFiles(items []corev1.DownwardAPIVolumeFile) {
 
 // defaultResourceList rounds every quantity up to milli precision, as the
 // apiserver does for all resource lists.
-func defaultResourceList(list corev1.ResourceList) {
+func DefaultResourceList(list corev1.ResourceList) {
 	for name, q := range list {
 		q.RoundUp(-3)
 		list[name] = q

@@ -385,7 +385,7 @@ func hpaMetric(spec autoscalingv2.MetricSpec, status autoscalingv2.MetricStatus)
 		}
 		return spec.ContainerResource.Name.String() + ": " + resourceTarget(spec.ContainerResource.Target, current)
 	default:
-		return "<printers.Unknown type>"
+		return "<unknown type>"
 	}
 }
 

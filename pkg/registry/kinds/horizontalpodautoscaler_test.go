@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"reflect"
 	"testing"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -70,18 +69,4 @@ func TestHPACells(t *testing.T) {
 			want: map[string]interface{}{"Targets": "<none>"},
 		},
 	})
-}
-
-func TestHPAColumns(t *testing.T) {
-	var normal, wide []string
-	for _, c := range hpaPrinter.Columns {
-		if c.Priority == 0 {
-			normal = append(normal, c.Name)
-		} else {
-			wide = append(wide, c.Name)
-		}
-	}
-	if want := []string{"Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"}; !reflect.DeepEqual(normal, want) || wide != nil {
-		t.Errorf("columns %v wide %v, want %v wide none", normal, wide, want)
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/printers"
 )
 
 // table is All, indexed as the apiserver indexes it.
@@ -67,26 +68,29 @@ func objMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: "default", CreationTimestamp: created}
 }
 
+// printerOf is the printer of the resource serving gk.
+func printerOf(t *testing.T, gk schema.GroupKind) printers.Printer {
+	t.Helper()
+	for _, r := range table().All {
+		if r.GroupVersionKind().GroupKind() == gk && r.Printer.Cells != nil {
+			return r.TablePrinter()
+		}
+	}
+	t.Fatalf("no printer for %v", gk)
+	return printers.Printer{}
+}
+
 // render renders obj with the printer of the resource serving gk and keys
 // the cells by column name.
 func render(t *testing.T, gk schema.GroupKind, obj runtime.Object) map[string]interface{} {
 	t.Helper()
-	var p *registry.Resource
-	for _, r := range table().All {
-		if r.GroupVersionKind().GroupKind() == gk {
-			p = r
-		}
-	}
-	if p == nil || p.Printer.Cells == nil {
-		t.Fatalf("no printer for %v", gk)
-	}
-	pr := p.TablePrinter()
-	cells := pr.Cells(obj, now)
-	if len(cells) != len(pr.Columns) {
-		t.Fatalf("%v: %d cells for %d columns", gk, len(cells), len(pr.Columns))
+	p := printerOf(t, gk)
+	cells := p.Cells(obj, now)
+	if len(cells) != len(p.Columns) {
+		t.Fatalf("%v: %d cells for %d columns", gk, len(cells), len(p.Columns))
 	}
 	out := make(map[string]interface{}, len(cells))
-	for i, c := range pr.Columns {
+	for i, c := range p.Columns {
 		out[c.Name] = cells[i]
 	}
 	return out
@@ -158,5 +162,28 @@ func TestTablePrinter(t *testing.T) {
 	}
 	if q := (&registry.Resource{}).TablePrinter(); len(q.Columns) != 2 || q.Columns[1].Name != "Created At" {
 		t.Errorf("a kind without a printer gets %+v, want printers.Default", q.Columns)
+	}
+}
+
+func TestWideColumns(t *testing.T) {
+	for _, tc := range []struct {
+		gk           schema.GroupKind
+		normal, wide []string
+	}{
+		{gkNode, []string{"Name", "Status", "Roles", "Age", "Version"}, []string{"Internal-IP", "External-IP", "OS-Image", "Kernel-Version", "Container-Runtime"}},
+		{gkEvent, []string{"Last Seen", "Type", "Reason", "Object", "Message"}, []string{"Subobject", "Source", "First Seen", "Count", "Name"}},
+		{schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, []string{"Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"}, nil},
+	} {
+		var normal, wide []string
+		for _, c := range printerOf(t, tc.gk).Columns {
+			if c.Priority == 0 {
+				normal = append(normal, c.Name)
+			} else {
+				wide = append(wide, c.Name)
+			}
+		}
+		if !reflect.DeepEqual(normal, tc.normal) || !reflect.DeepEqual(wide, tc.wide) {
+			t.Errorf("%v: columns %v wide %v, want %v wide %v", tc.gk, normal, wide, tc.normal, tc.wide)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package printers
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,10 +22,10 @@ var Pod = Typed(
 		Column("Status", "string", "The aggregate status of the containers in this pod."),
 		Column("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
 		AgeColumn(),
-		wide(Column("IP", "string", corev1.PodStatus{}.SwaggerDoc()["podIP"])),
-		wide(Column("Node", "string", corev1.PodSpec{}.SwaggerDoc()["nodeName"])),
-		wide(Column("Nominated Node", "string", corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"])),
-		wide(Column("Readiness Gates", "string", corev1.PodSpec{}.SwaggerDoc()["readinessGates"])),
+		Wide(Column("IP", "string", corev1.PodStatus{}.SwaggerDoc()["podIP"])),
+		Wide(Column("Node", "string", corev1.PodSpec{}.SwaggerDoc()["nodeName"])),
+		Wide(Column("Nominated Node", "string", corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"])),
+		Wide(Column("Readiness Gates", "string", corev1.PodSpec{}.SwaggerDoc()["readinessGates"])),
 	},
 	podCells,
 )
@@ -205,95 +204,7 @@ func readinessGates(pod *corev1.Pod) string {
 
 // Nodes.
 
-const nodeRolePrefix = "node-role.kubernetes.io/"
-
-var Node = Typed(
-	[]metav1.TableColumnDefinition{
-		NameColumn(),
-		Column("Status", "string", "The status of the node"),
-		Column("Roles", "string", "The roles of the node"),
-		AgeColumn(),
-		Column("Version", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["kubeletVersion"]),
-		wide(Column("Internal-IP", "string", corev1.NodeStatus{}.SwaggerDoc()["addresses"])),
-		wide(Column("External-IP", "string", corev1.NodeStatus{}.SwaggerDoc()["addresses"])),
-		wide(Column("OS-Image", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["osImage"])),
-		wide(Column("Kernel-Version", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["kernelVersion"])),
-		wide(Column("Container-Runtime", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["containerRuntimeVersion"])),
-	},
-	nodeCells,
-)
-
-func nodeCells(node *corev1.Node, now time.Time) []interface{} {
-	info := node.Status.NodeInfo
-	return []interface{}{
-		node.Name,
-		nodeStatus(node),
-		OrDefault(strings.Join(nodeRoles(node), ","), None),
-		Age(node.CreationTimestamp, now),
-		info.KubeletVersion,
-		nodeAddress(node, corev1.NodeInternalIP),
-		nodeAddress(node, corev1.NodeExternalIP),
-		OrDefault(info.OSImage, Unknown),
-		OrDefault(info.KernelVersion, Unknown),
-		OrDefault(info.ContainerRuntimeVersion, Unknown),
-	}
-}
-
-// nodeStatus is "Ready", "NotReady" or "Unknown" from the Ready condition,
-// with ",SchedulingDisabled" for cordoned nodes.
-func nodeStatus(node *corev1.Node) string {
-	status := "Unknown"
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			status = string(corev1.NodeReady)
-			if c.Status != corev1.ConditionTrue {
-				status = "Not" + status
-			}
-		}
-	}
-	if node.Spec.Unschedulable {
-		status += ",SchedulingDisabled"
-	}
-	return status
-}
-
-// nodeRoles collects roles from node-role.kubernetes.io/<role> labels and the
-// legacy kubernetes.io/role=<role> label, sorted and de-duplicated.
-func nodeRoles(node *corev1.Node) []string {
-	var roles []string
-	for k, v := range node.Labels {
-		switch {
-		case strings.HasPrefix(k, nodeRolePrefix) && len(k) > len(nodeRolePrefix):
-			roles = append(roles, strings.TrimPrefix(k, nodeRolePrefix))
-		case k == "kubernetes.io/role" && v != "":
-			roles = append(roles, v)
-		}
-	}
-	slices.Sort(roles)
-	return slices.Compact(roles)
-}
-
-func nodeAddress(node *corev1.Node, t corev1.NodeAddressType) string {
-	for _, a := range node.Status.Addresses {
-		if a.Type == t {
-			return a.Address
-		}
-	}
-	return None
-}
-
 // Namespaces.
-
-var Namespace = Typed(
-	[]metav1.TableColumnDefinition{
-		NameColumn(),
-		Column("Status", "string", "The status of the namespace"),
-		AgeColumn(),
-	},
-	func(ns *corev1.Namespace, now time.Time) []interface{} {
-		return []interface{}{ns.Name, string(ns.Status.Phase), Age(ns.CreationTimestamp, now)}
-	},
-)
 
 // Services.
 
@@ -305,7 +216,7 @@ var Service = Typed(
 		Column("External-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["externalIPs"]),
 		Column("Port(s)", "string", corev1.ServiceSpec{}.SwaggerDoc()["ports"]),
 		AgeColumn(),
-		wide(Column("Selector", "string", corev1.ServiceSpec{}.SwaggerDoc()["selector"])),
+		Wide(Column("Selector", "string", corev1.ServiceSpec{}.SwaggerDoc()["selector"])),
 	},
 	serviceCells,
 )
@@ -376,146 +287,9 @@ func SortedUnique(items []string) []string {
 
 // Endpoints.
 
-var Endpoints = Typed(
-	[]metav1.TableColumnDefinition{
-		NameColumn(),
-		Column("Endpoints", "string", corev1.Endpoints{}.SwaggerDoc()["subsets"]),
-		AgeColumn(),
-	},
-	func(ep *corev1.Endpoints, now time.Time) []interface{} {
-		return []interface{}{ep.Name, endpointAddresses(ep), Age(ep.CreationTimestamp, now)}
-	},
-)
-
-// endpointAddresses lists the first three "ip:port" pairs (bare IPs for
-// port-less subsets), "<none>" without subsets.
-func endpointAddresses(ep *corev1.Endpoints) string {
-	if len(ep.Subsets) == 0 {
-		return None
-	}
-	var list []string
-	for _, ss := range ep.Subsets {
-		if len(ss.Ports) == 0 {
-			for _, a := range ss.Addresses {
-				list = append(list, a.IP)
-			}
-			continue
-		}
-		for _, p := range ss.Ports {
-			for _, a := range ss.Addresses {
-				list = append(list, net.JoinHostPort(a.IP, strconv.Itoa(int(p.Port))))
-			}
-		}
-	}
-	return TruncatedList(list, 3, ",")
-}
-
 // ConfigMaps, Secrets and ServiceAccounts.
 
-var ConfigMap = Typed(
-	[]metav1.TableColumnDefinition{
-		NameColumn(),
-		Column("Data", "string", corev1.ConfigMap{}.SwaggerDoc()["data"]),
-		AgeColumn(),
-	},
-	func(cm *corev1.ConfigMap, now time.Time) []interface{} {
-		return []interface{}{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), Age(cm.CreationTimestamp, now)}
-	},
-)
-
-var Secret = Typed(
-	[]metav1.TableColumnDefinition{
-		NameColumn(),
-		Column("Type", "string", corev1.Secret{}.SwaggerDoc()["type"]),
-		Column("Data", "string", corev1.Secret{}.SwaggerDoc()["data"]),
-		AgeColumn(),
-	},
-	secretCells,
-)
-
-func secretCells(s *corev1.Secret, now time.Time) []interface{} {
-	// stringData is write-only and merged into data by the API; count the
-	// union in case an object still carries it.
-	keys := len(s.Data)
-	for k := range s.StringData {
-		if _, dup := s.Data[k]; !dup {
-			keys++
-		}
-	}
-	return []interface{}{s.Name, string(s.Type), int64(keys), Age(s.CreationTimestamp, now)}
-}
-
-var ServiceAccount = Typed(
-	[]metav1.TableColumnDefinition{
-		NameColumn(),
-		Column("Secrets", "string", corev1.ServiceAccount{}.SwaggerDoc()["secrets"]),
-		AgeColumn(),
-	},
-	func(sa *corev1.ServiceAccount, now time.Time) []interface{} {
-		return []interface{}{sa.Name, int64(len(sa.Secrets)), Age(sa.CreationTimestamp, now)}
-	},
-)
-
 // Events.
-
-// Event follows kubectl get events: the name is a wide column at the end.
-var Event = Typed(
-	[]metav1.TableColumnDefinition{
-		Column("Last Seen", "string", corev1.Event{}.SwaggerDoc()["lastTimestamp"]),
-		Column("Type", "string", corev1.Event{}.SwaggerDoc()["type"]),
-		Column("Reason", "string", corev1.Event{}.SwaggerDoc()["reason"]),
-		Column("Object", "string", corev1.Event{}.SwaggerDoc()["involvedObject"]),
-		wide(Column("Subobject", "string", corev1.ObjectReference{}.SwaggerDoc()["fieldPath"])),
-		wide(Column("Source", "string", corev1.Event{}.SwaggerDoc()["source"])),
-		Column("Message", "string", corev1.Event{}.SwaggerDoc()["message"]),
-		wide(Column("First Seen", "string", corev1.Event{}.SwaggerDoc()["firstTimestamp"])),
-		wide(Column("Count", "string", corev1.Event{}.SwaggerDoc()["count"])),
-		wide(NameColumn()),
-	},
-	eventCells,
-)
-
-func eventCells(ev *corev1.Event, now time.Time) []interface{} {
-	first := Age(ev.FirstTimestamp, now)
-	if ev.FirstTimestamp.IsZero() {
-		first = microAge(ev.EventTime, now)
-	}
-	last := first
-	if !ev.LastTimestamp.IsZero() {
-		last = Age(ev.LastTimestamp, now)
-	}
-	count := ev.Count
-	switch {
-	case ev.Series != nil:
-		last = microAge(ev.Series.LastObservedTime, now)
-		count = ev.Series.Count
-	case count == 0:
-		count = 1 // singleton events from the events.k8s.io API carry no count
-	}
-
-	object := strings.ToLower(ev.InvolvedObject.Kind)
-	if ev.InvolvedObject.Name != "" {
-		object += "/" + ev.InvolvedObject.Name
-	}
-
-	source := OrDefault(ev.Source.Component, ev.ReportingController)
-	if host := OrDefault(ev.Source.Host, ev.ReportingInstance); host != "" {
-		source += ", " + host
-	}
-
-	return []interface{}{
-		last,
-		ev.Type,
-		ev.Reason,
-		object,
-		ev.InvolvedObject.FieldPath,
-		source,
-		strings.TrimSpace(ev.Message),
-		first,
-		int64(count),
-		ev.Name,
-	}
-}
 
 // PersistentVolumes and claims.
 
@@ -531,7 +305,7 @@ var PersistentVolume = Typed(
 		Column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
 		Column("Reason", "string", corev1.PersistentVolumeStatus{}.SwaggerDoc()["reason"]),
 		AgeColumn(),
-		wide(Column("VolumeMode", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["volumeMode"])),
+		Wide(Column("VolumeMode", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["volumeMode"])),
 	},
 	persistentVolumeCells,
 )
@@ -571,7 +345,7 @@ var PersistentVolumeClaim = Typed(
 		Column("StorageClass", "string", "StorageClass of the pvc"),
 		Column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
 		AgeColumn(),
-		wide(Column("VolumeMode", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeMode"])),
+		Wide(Column("VolumeMode", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeMode"])),
 	},
 	persistentVolumeClaimCells,
 )

@@ -95,7 +95,7 @@ func Column(name, typ, description string) metav1.TableColumnDefinition {
 }
 
 // wide marks a column as shown only with -o wide.
-func wide(c metav1.TableColumnDefinition) metav1.TableColumnDefinition {
+func Wide(c metav1.TableColumnDefinition) metav1.TableColumnDefinition {
 	c.Priority = 1
 	return c
 }
@@ -104,9 +104,9 @@ func wide(c metav1.TableColumnDefinition) metav1.TableColumnDefinition {
 // workload controllers share.
 func templateColumns(selectorDescription string) []metav1.TableColumnDefinition {
 	return []metav1.TableColumnDefinition{
-		wide(Column("Containers", "string", "Names of each container in the template.")),
-		wide(Column("Images", "string", "Images referenced by each container in the template.")),
-		wide(Column("Selector", "string", selectorDescription)),
+		Wide(Column("Containers", "string", "Names of each container in the template.")),
+		Wide(Column("Images", "string", "Images referenced by each container in the template.")),
+		Wide(Column("Selector", "string", selectorDescription)),
 	}
 }
 
@@ -127,7 +127,7 @@ func Age(t metav1.Time, now time.Time) string {
 	return duration.HumanDuration(now.Sub(t.Time))
 }
 
-func microAge(t metav1.MicroTime, now time.Time) string {
+func MicroAge(t metav1.MicroTime, now time.Time) string {
 	if t.IsZero() {
 		return Unknown
 	}

@@ -106,8 +106,8 @@ var StatefulSet = Typed(
 		NameColumn(),
 		Column("Ready", "string", "Number of the pod with ready state"),
 		AgeColumn(),
-		wide(Column("Containers", "string", "Names of each container in the template.")),
-		wide(Column("Images", "string", "Images referenced by each container in the template.")),
+		Wide(Column("Containers", "string", "Names of each container in the template.")),
+		Wide(Column("Images", "string", "Images referenced by each container in the template.")),
 	},
 	func(ss *appsv1.StatefulSet, now time.Time) []interface{} {
 		names, images := containerCells(ss.Spec.Template.Spec.Containers)

@@ -20,7 +20,7 @@ import (
 )
 
 const (
-	isNegativeErrorMsg    = apimachineryvalidation.IsNegativeErrorMsg
+	IsNegativeErrorMsg    = apimachineryvalidation.IsNegativeErrorMsg
 	isNotPositiveErrorMsg = "must be greater than zero"
 	fieldImmutableMsg     = apimachineryvalidation.FieldImmutableErrorMsg
 )
@@ -64,7 +64,7 @@ func QualifiedName(value string, fldPath *field.Path) field.ErrorList {
 // Nonnegative checks value is not negative.
 func Nonnegative(value int64, fldPath *field.Path) field.ErrorList {
 	if value < 0 {
-		return field.ErrorList{field.Invalid(fldPath, value, isNegativeErrorMsg)}
+		return field.ErrorList{field.Invalid(fldPath, value, IsNegativeErrorMsg)}
 	}
 	return nil
 }
@@ -195,14 +195,14 @@ func validateResourceName(name corev1.ResourceName, fldPath *field.Path) field.E
 }
 
 // validateResourceList checks names and that quantities are not negative.
-func validateResourceList(list corev1.ResourceList, fldPath *field.Path) field.ErrorList {
+func ResourceList(list corev1.ResourceList, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
-	for _, name := range sortedKeys(list) {
+	for _, name := range SortedKeys(list) {
 		q := list[name]
 		p := fldPath.Key(string(name))
 		allErrs = append(allErrs, validateResourceName(name, p)...)
 		if q.Sign() < 0 {
-			allErrs = append(allErrs, field.Invalid(p, q.String(), isNegativeErrorMsg))
+			allErrs = append(allErrs, field.Invalid(p, q.String(), IsNegativeErrorMsg))
 		}
 	}
 	return allErrs
@@ -212,9 +212,9 @@ func validateResourceList(list corev1.ResourceList, fldPath *field.Path) field.E
 // request exceeds its limit.
 func validateResourceRequirements(r *corev1.ResourceRequirements, fldPath *field.Path) field.ErrorList {
 	limPath, reqPath := fldPath.Child("limits"), fldPath.Child("requests")
-	allErrs := validateResourceList(r.Limits, limPath)
-	allErrs = append(allErrs, validateResourceList(r.Requests, reqPath)...)
-	for _, name := range sortedKeys(r.Requests) {
+	allErrs := ResourceList(r.Limits, limPath)
+	allErrs = append(allErrs, ResourceList(r.Requests, reqPath)...)
+	for _, name := range SortedKeys(r.Requests) {
 		req := r.Requests[name]
 		lim, ok := r.Limits[name]
 		if !ok {
@@ -228,7 +228,7 @@ func validateResourceRequirements(r *corev1.ResourceRequirements, fldPath *field
 	return allErrs
 }
 
-func sortedKeys[K ~string, V any](m map[K]V) []K {
+func SortedKeys[K ~string, V any](m map[K]V) []K {
 	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

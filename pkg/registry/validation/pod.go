@@ -376,7 +376,7 @@ func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.E
 		allErrs = append(allErrs, validateHostPath(s, fldPath.Child("hostPath"))...)
 	}
 	if s := src.EmptyDir; s != nil && s.SizeLimit != nil && s.SizeLimit.Sign() < 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("emptyDir", "sizeLimit"), s.SizeLimit.String(), isNegativeErrorMsg))
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("emptyDir", "sizeLimit"), s.SizeLimit.String(), IsNegativeErrorMsg))
 	}
 	if s := src.ConfigMap; s != nil {
 		p := fldPath.Child("configMap")
@@ -512,7 +512,7 @@ func validateLifecycleHandler(h *corev1.LifecycleHandler, fldPath *field.Path) f
 		allErrs = append(allErrs, field.Required(fldPath.Child("exec", "command"), ""))
 	}
 	if h.Sleep != nil && h.Sleep.Seconds < 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("sleep", "seconds"), h.Sleep.Seconds, isNegativeErrorMsg))
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("sleep", "seconds"), h.Sleep.Seconds, IsNegativeErrorMsg))
 	}
 	return allErrs
 }

@@ -53,12 +53,12 @@ func PersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 	if len(spec.Capacity) == 0 {
 		allErrs = append(allErrs, field.Required(capPath, ""))
 	}
-	for _, name := range sortedKeys(spec.Capacity) {
+	for _, name := range SortedKeys(spec.Capacity) {
 		if name != corev1.ResourceStorage {
 			allErrs = append(allErrs, field.NotSupported(capPath, name, storageOnly))
 		}
 	}
-	allErrs = append(allErrs, validateResourceList(spec.Capacity, capPath)...)
+	allErrs = append(allErrs, ResourceList(spec.Capacity, capPath)...)
 	allErrs = append(allErrs, validateOptionalEnum(spec.PersistentVolumeReclaimPolicy, supportedPVReclaim, specPath.Child("persistentVolumeReclaimPolicy"))...)
 	if spec.VolumeMode != nil {
 		allErrs = append(allErrs, Enum(*spec.VolumeMode, supportedVolumeModes, specPath.Child("volumeMode"))...)
@@ -130,8 +130,8 @@ func validatePersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec, s
 	} else if !positiveQuantity(q) {
 		allErrs = append(allErrs, field.Invalid(storagePath, q.String(), isNotPositiveErrorMsg))
 	}
-	allErrs = append(allErrs, validateResourceList(spec.Resources.Requests, resPath.Child("requests"))...)
-	allErrs = append(allErrs, validateResourceList(spec.Resources.Limits, resPath.Child("limits"))...)
+	allErrs = append(allErrs, ResourceList(spec.Resources.Requests, resPath.Child("requests"))...)
+	allErrs = append(allErrs, ResourceList(spec.Resources.Limits, resPath.Child("limits"))...)
 	if spec.VolumeMode != nil {
 		allErrs = append(allErrs, Enum(*spec.VolumeMode, supportedVolumeModes, specPath.Child("volumeMode"))...)
 	}
