@@ -1,105 +1,11 @@
 package defaults
 
 import (
-	"net"
 	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
-
-func Service(svc *corev1.Service) {
-	spec := &svc.Spec
-	if spec.SessionAffinity == "" {
-		spec.SessionAffinity = corev1.ServiceAffinityNone
-	}
-	switch spec.SessionAffinity {
-	case corev1.ServiceAffinityNone:
-		spec.SessionAffinityConfig = nil
-	case corev1.ServiceAffinityClientIP:
-		c := spec.SessionAffinityConfig
-		if c == nil || c.ClientIP == nil || c.ClientIP.TimeoutSeconds == nil {
-			spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{
-				ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(corev1.DefaultClientIPServiceAffinitySeconds)},
-			}
-		}
-	}
-	if spec.Type == "" {
-		spec.Type = corev1.ServiceTypeClusterIP
-	}
-	for i := range spec.Ports {
-		p := &spec.Ports[i]
-		if p.Protocol == "" {
-			p.Protocol = corev1.ProtocolTCP
-		}
-		if p.TargetPort == intstr.FromInt32(0) || p.TargetPort == intstr.FromString("") {
-			p.TargetPort = intstr.FromInt32(p.Port)
-		}
-	}
-	externallyAccessible := spec.Type == corev1.ServiceTypeLoadBalancer ||
-		spec.Type == corev1.ServiceTypeNodePort ||
-		(spec.Type == corev1.ServiceTypeClusterIP && len(spec.ExternalIPs) > 0)
-	if externallyAccessible && spec.ExternalTrafficPolicy == "" {
-		spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
-	}
-	if spec.InternalTrafficPolicy == nil && spec.Type != corev1.ServiceTypeExternalName {
-		spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyCluster)
-	}
-	if spec.Type == corev1.ServiceTypeLoadBalancer {
-		if spec.AllocateLoadBalancerNodePorts == nil {
-			spec.AllocateLoadBalancerNodePorts = ptr.To(true)
-		}
-		for i := range svc.Status.LoadBalancer.Ingress {
-			ing := &svc.Status.LoadBalancer.Ingress[i]
-			if ing.IP != "" && ing.IPMode == nil {
-				ing.IPMode = ptr.To(corev1.LoadBalancerIPModeVIP)
-			}
-		}
-	}
-	defaultServiceIPFields(spec)
-}
-
-// defaultServiceIPFields normalizes clusterIP/clusterIPs and fills the IP
-// family fields the way the upstream service registry does for a
-// single-stack cluster. ExternalName services carry none of them.
-func defaultServiceIPFields(spec *corev1.ServiceSpec) {
-	if spec.Type == corev1.ServiceTypeExternalName {
-		return
-	}
-	if spec.ClusterIP == "" && len(spec.ClusterIPs) > 0 {
-		spec.ClusterIP = spec.ClusterIPs[0]
-	}
-	if spec.ClusterIP != "" && len(spec.ClusterIPs) == 0 {
-		spec.ClusterIPs = []string{spec.ClusterIP}
-	}
-	if spec.IPFamilyPolicy == nil {
-		spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
-	}
-	if len(spec.IPFamilies) == 0 {
-		family := corev1.IPv4Protocol
-		if ip := net.ParseIP(spec.ClusterIP); ip != nil && ip.To4() == nil {
-			family = corev1.IPv6Protocol
-		}
-		spec.IPFamilies = []corev1.IPFamily{family}
-	}
-}
-
-func PersistentVolume(pv *corev1.PersistentVolume) {
-	if pv.Status.Phase == "" {
-		pv.Status.Phase = corev1.VolumePending
-	}
-	if pv.Spec.PersistentVolumeReclaimPolicy == "" {
-		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
-	}
-	if pv.Spec.VolumeMode == nil {
-		pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
-	}
-	if pv.Spec.HostPath != nil {
-		defaultHostPath(pv.Spec.HostPath)
-	}
-	DefaultResourceList(pv.Spec.Capacity)
-}
 
 func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
 	defaultPersistentVolumeClaimSpec(&pvc.Spec)

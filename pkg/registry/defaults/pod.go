@@ -273,7 +273,7 @@ func defaultVolume(v *corev1.Volume) {
 	}
 	src := &v.VolumeSource
 	if src.HostPath != nil {
-		defaultHostPath(src.HostPath)
+		DefaultHostPath(src.HostPath)
 	}
 	if src.Secret != nil && src.Secret.DefaultMode == nil {
 		src.Secret.DefaultMode = ptr.To(corev1.SecretVolumeSourceDefaultMode)
@@ -309,7 +309,7 @@ func defaultVolume(v *corev1.Volume) {
 	}
 }
 
-func defaultHostPath(h *corev1.HostPathVolumeSource) {
+func DefaultHostPath(h *corev1.HostPathVolumeSource) {
 	if h.Type == nil {
 		h.Type = ptr.To(corev1.HostPathUnset)
 	}

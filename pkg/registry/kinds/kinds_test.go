@@ -172,6 +172,7 @@ func TestWideColumns(t *testing.T) {
 	}{
 		{gkNode, []string{"Name", "Status", "Roles", "Age", "Version"}, []string{"Internal-IP", "External-IP", "OS-Image", "Kernel-Version", "Container-Runtime"}},
 		{gkEvent, []string{"Last Seen", "Type", "Reason", "Object", "Message"}, []string{"Subobject", "Source", "First Seen", "Count", "Name"}},
+		{gkService, []string{"Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age"}, []string{"Selector"}},
 		{schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, []string{"Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"}, nil},
 	} {
 		var normal, wide []string

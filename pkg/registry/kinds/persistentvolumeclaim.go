@@ -1,8 +1,16 @@
 package kinds
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
+	storageutil "k8s.io/kubectl/pkg/util/storage"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/defaults"
@@ -17,8 +25,121 @@ func persistentVolumeClaims() *registry.Resource {
 		Namespaced: true, ShortNames: []string{"pvc"}, Status: true, NoGeneration: true,
 		Default:        defaulter(defaults.PersistentVolumeClaim),
 		NameRule:       apivalidation.NameIsDNSSubdomain,
-		Validate:       validator(validation.PersistentVolumeClaim),
-		ValidateUpdate: updateValidator(validation.PersistentVolumeClaimUpdate),
-		Printer:        printers.PersistentVolumeClaim,
+		Validate:       validator(validatePersistentVolumeClaim),
+		ValidateUpdate: updateValidator(validatePersistentVolumeClaimUpdate),
+		Printer:        persistentVolumeClaimPrinter,
+	}
+}
+
+// Validation.
+
+const pvcSpecImmutableErrorMsg = "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
+
+func validatePersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) field.ErrorList {
+	return validatePersistentVolumeClaimSpec(&pvc.Spec, field.NewPath("spec"))
+}
+
+func validatePersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec, specPath *field.Path) field.ErrorList {
+	allErrs := validation.AccessModes(spec.AccessModes, specPath.Child("accessModes"))
+	allErrs = append(allErrs, validation.LabelSelector(spec.Selector, specPath.Child("selector"))...)
+	resPath := specPath.Child("resources")
+	storagePath := resPath.Key(string(corev1.ResourceStorage))
+	if q, ok := spec.Resources.Requests[corev1.ResourceStorage]; !ok {
+		allErrs = append(allErrs, field.Required(storagePath, ""))
+	} else if !validation.PositiveQuantity(q) {
+		allErrs = append(allErrs, field.Invalid(storagePath, q.String(), validation.IsNotPositiveErrorMsg))
+	}
+	allErrs = append(allErrs, validation.ResourceList(spec.Resources.Requests, resPath.Child("requests"))...)
+	allErrs = append(allErrs, validation.ResourceList(spec.Resources.Limits, resPath.Child("limits"))...)
+	if spec.VolumeMode != nil {
+		allErrs = append(allErrs, validation.Enum(*spec.VolumeMode, validation.SupportedVolumeModes, specPath.Child("volumeMode"))...)
+	}
+	allErrs = append(allErrs, validation.StorageClassName(spec.StorageClassName, specPath.Child("storageClassName"))...)
+	if ds := spec.DataSource; ds != nil {
+		if ds.Name == "" {
+			allErrs = append(allErrs, field.Required(specPath.Child("dataSource", "name"), ""))
+		}
+		if ds.Kind == "" {
+			allErrs = append(allErrs, field.Required(specPath.Child("dataSource", "kind"), ""))
+		}
+	}
+	return allErrs
+}
+
+// validatePersistentVolumeClaimUpdate: the spec is fixed except that a
+// claim may be bound once (volumeName), get a storage class when it had
+// none, change its volumeAttributesClassName, and, once bound, change its
+// storage request (not below the provisioned capacity).
+func validatePersistentVolumeClaimUpdate(pvc, old *corev1.PersistentVolumeClaim) field.ErrorList {
+	allErrs := field.ErrorList{}
+	specPath := field.NewPath("spec")
+	oldSpec, newSpec := old.Spec.DeepCopy(), pvc.Spec.DeepCopy()
+	if oldSpec.VolumeName == "" {
+		oldSpec.VolumeName = newSpec.VolumeName
+	}
+	if oldSpec.StorageClassName == nil {
+		oldSpec.StorageClassName = newSpec.StorageClassName
+	}
+	oldSpec.VolumeAttributesClassName = newSpec.VolumeAttributesClassName
+	bound := old.Status.Phase == corev1.ClaimBound
+	newStorage, hasNew := newSpec.Resources.Requests[corev1.ResourceStorage]
+	if bound && hasNew && oldSpec.Resources.Requests != nil {
+		oldSpec.Resources.Requests[corev1.ResourceStorage] = newStorage
+	}
+	if !equality.Semantic.DeepEqual(oldSpec, newSpec) {
+		allErrs = append(allErrs, field.Forbidden(specPath, pvcSpecImmutableErrorMsg+"\n"+diff.Diff(oldSpec, newSpec)))
+	}
+	if bound && hasNew {
+		storagePath := specPath.Child("resources", "requests", "storage")
+		if capacity, ok := old.Status.Capacity[corev1.ResourceStorage]; ok {
+			if newStorage.Cmp(capacity) < 0 {
+				allErrs = append(allErrs, field.Forbidden(storagePath, "field can not be less than status.capacity"))
+			}
+		} else if oldStorage, ok := old.Spec.Resources.Requests[corev1.ResourceStorage]; ok && newStorage.Cmp(oldStorage) < 0 {
+			allErrs = append(allErrs, field.Forbidden(storagePath, "field can not be less than previous value"))
+		}
+	}
+	return allErrs
+}
+
+// The table.
+
+var persistentVolumeClaimPrinter = printers.Typed(
+	[]metav1.TableColumnDefinition{
+		printers.NameColumn(),
+		printers.Column("Status", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["phase"]),
+		printers.Column("Volume", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeName"]),
+		printers.Column("Capacity", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["capacity"]),
+		printers.Column("Access Modes", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["accessModes"]),
+		printers.Column("StorageClass", "string", "StorageClass of the pvc"),
+		printers.Column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
+		printers.AgeColumn(),
+		printers.Wide(printers.Column("VolumeMode", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeMode"])),
+	},
+	persistentVolumeClaimCells,
+)
+
+func persistentVolumeClaimCells(pvc *corev1.PersistentVolumeClaim, now time.Time) []interface{} {
+	phase := string(pvc.Status.Phase)
+	if pvc.DeletionTimestamp != nil {
+		phase = "Terminating"
+	}
+	// Capacity and access modes are only meaningful once the claim is bound.
+	capacity, accessModes := "", ""
+	if pvc.Spec.VolumeName != "" {
+		q := pvc.Status.Capacity[corev1.ResourceStorage]
+		capacity = q.String()
+		accessModes = storageutil.GetAccessModesAsString(pvc.Status.AccessModes)
+	}
+	return []interface{}{
+		pvc.Name,
+		phase,
+		pvc.Spec.VolumeName,
+		capacity,
+		accessModes,
+		storageutil.GetPersistentVolumeClaimClass(pvc),
+		printers.StringPtrCell(pvc.Spec.VolumeAttributesClassName),
+		printers.Age(pvc.CreationTimestamp, now),
+		printers.VolumeModeCell(pvc.Spec.VolumeMode),
 	}
 }

@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	storageutil "k8s.io/kubectl/pkg/util/storage"
 )
 
 // Pods.
@@ -208,76 +205,6 @@ func readinessGates(pod *corev1.Pod) string {
 
 // Services.
 
-var Service = Typed(
-	[]metav1.TableColumnDefinition{
-		NameColumn(),
-		Column("Type", "string", corev1.ServiceSpec{}.SwaggerDoc()["type"]),
-		Column("Cluster-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["clusterIP"]),
-		Column("External-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["externalIPs"]),
-		Column("Port(s)", "string", corev1.ServiceSpec{}.SwaggerDoc()["ports"]),
-		AgeColumn(),
-		Wide(Column("Selector", "string", corev1.ServiceSpec{}.SwaggerDoc()["selector"])),
-	},
-	serviceCells,
-)
-
-func serviceCells(svc *corev1.Service, now time.Time) []interface{} {
-	clusterIP := svc.Spec.ClusterIP
-	if len(svc.Spec.ClusterIPs) > 0 {
-		clusterIP = svc.Spec.ClusterIPs[0]
-	}
-	return []interface{}{
-		svc.Name,
-		string(serviceType(svc)),
-		OrDefault(clusterIP, None),
-		serviceExternalIP(svc),
-		OrDefault(servicePorts(svc.Spec.Ports), None),
-		Age(svc.CreationTimestamp, now),
-		labels.FormatLabels(svc.Spec.Selector),
-	}
-}
-
-// serviceType is the spec type, ClusterIP when unset (the API default).
-func serviceType(svc *corev1.Service) corev1.ServiceType {
-	if svc.Spec.Type == "" {
-		return corev1.ServiceTypeClusterIP
-	}
-	return svc.Spec.Type
-}
-
-// serviceExternalIP renders EXTERNAL-IP: external IPs, load balancer ingress
-// ("<pending>" until assigned) or the external name.
-func serviceExternalIP(svc *corev1.Service) string {
-	switch serviceType(svc) {
-	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
-		return OrDefault(strings.Join(svc.Spec.ExternalIPs, ","), None)
-	case corev1.ServiceTypeLoadBalancer:
-		var ips []string
-		for _, in := range svc.Status.LoadBalancer.Ingress {
-			ips = append(ips, OrDefault(in.IP, in.Hostname))
-		}
-		ips = append(SortedUnique(ips), svc.Spec.ExternalIPs...)
-		return OrDefault(strings.Join(ips, ","), "<pending>")
-	case corev1.ServiceTypeExternalName:
-		return svc.Spec.ExternalName
-	}
-	return Unknown
-}
-
-// servicePorts renders "80/TCP" or, with a node port, "80:30080/TCP".
-func servicePorts(ports []corev1.ServicePort) string {
-	parts := make([]string, len(ports))
-	for i, p := range ports {
-		proto := OrDefault(string(p.Protocol), string(corev1.ProtocolTCP))
-		if p.NodePort > 0 {
-			parts[i] = fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, proto)
-		} else {
-			parts[i] = fmt.Sprintf("%d/%s", p.Port, proto)
-		}
-	}
-	return strings.Join(parts, ",")
-}
-
 // SortedUnique drops empty strings and duplicates and sorts the rest.
 func SortedUnique(items []string) []string {
 	items = slices.DeleteFunc(items, func(s string) bool { return s == "" })
@@ -293,96 +220,14 @@ func SortedUnique(items []string) []string {
 
 // PersistentVolumes and claims.
 
-var PersistentVolume = Typed(
-	[]metav1.TableColumnDefinition{
-		NameColumn(),
-		Column("Capacity", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["capacity"]),
-		Column("Access Modes", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["accessModes"]),
-		Column("Reclaim Policy", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["persistentVolumeReclaimPolicy"]),
-		Column("Status", "string", corev1.PersistentVolumeStatus{}.SwaggerDoc()["phase"]),
-		Column("Claim", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["claimRef"]),
-		Column("StorageClass", "string", "StorageClass of the pv"),
-		Column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
-		Column("Reason", "string", corev1.PersistentVolumeStatus{}.SwaggerDoc()["reason"]),
-		AgeColumn(),
-		Wide(Column("VolumeMode", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["volumeMode"])),
-	},
-	persistentVolumeCells,
-)
-
-func persistentVolumeCells(pv *corev1.PersistentVolume, now time.Time) []interface{} {
-	claim := ""
-	if ref := pv.Spec.ClaimRef; ref != nil {
-		claim = ref.Namespace + "/" + ref.Name
-	}
-	phase := string(pv.Status.Phase)
-	if pv.DeletionTimestamp != nil {
-		phase = "Terminating"
-	}
-	capacity := pv.Spec.Capacity[corev1.ResourceStorage]
-	return []interface{}{
-		pv.Name,
-		capacity.String(),
-		storageutil.GetAccessModesAsString(pv.Spec.AccessModes),
-		string(pv.Spec.PersistentVolumeReclaimPolicy),
-		phase,
-		claim,
-		storageutil.GetPersistentVolumeClass(pv),
-		stringPtrCell(pv.Spec.VolumeAttributesClassName),
-		pv.Status.Reason,
-		Age(pv.CreationTimestamp, now),
-		volumeModeCell(pv.Spec.VolumeMode),
-	}
-}
-
-var PersistentVolumeClaim = Typed(
-	[]metav1.TableColumnDefinition{
-		NameColumn(),
-		Column("Status", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["phase"]),
-		Column("Volume", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeName"]),
-		Column("Capacity", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["capacity"]),
-		Column("Access Modes", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["accessModes"]),
-		Column("StorageClass", "string", "StorageClass of the pvc"),
-		Column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
-		AgeColumn(),
-		Wide(Column("VolumeMode", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeMode"])),
-	},
-	persistentVolumeClaimCells,
-)
-
-func persistentVolumeClaimCells(pvc *corev1.PersistentVolumeClaim, now time.Time) []interface{} {
-	phase := string(pvc.Status.Phase)
-	if pvc.DeletionTimestamp != nil {
-		phase = "Terminating"
-	}
-	// Capacity and access modes are only meaningful once the claim is bound.
-	capacity, accessModes := "", ""
-	if pvc.Spec.VolumeName != "" {
-		q := pvc.Status.Capacity[corev1.ResourceStorage]
-		capacity = q.String()
-		accessModes = storageutil.GetAccessModesAsString(pvc.Status.AccessModes)
-	}
-	return []interface{}{
-		pvc.Name,
-		phase,
-		pvc.Spec.VolumeName,
-		capacity,
-		accessModes,
-		storageutil.GetPersistentVolumeClaimClass(pvc),
-		stringPtrCell(pvc.Spec.VolumeAttributesClassName),
-		Age(pvc.CreationTimestamp, now),
-		volumeModeCell(pvc.Spec.VolumeMode),
-	}
-}
-
-func stringPtrCell(s *string) string {
+func StringPtrCell(s *string) string {
 	if s == nil {
 		return Unset
 	}
 	return *s
 }
 
-func volumeModeCell(m *corev1.PersistentVolumeMode) string {
+func VolumeModeCell(m *corev1.PersistentVolumeMode) string {
 	if m == nil {
 		return Unset
 	}

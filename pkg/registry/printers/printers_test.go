@@ -8,9 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,7 +31,6 @@ func objMeta(name string) metav1.ObjectMeta {
 var (
 	gkPod       = schema.GroupKind{Kind: "Pod"}
 	gkNode      = schema.GroupKind{Kind: "Node"}
-	gkService   = schema.GroupKind{Kind: "Service"}
 	gkEndpoints = schema.GroupKind{Kind: "Endpoints"}
 	gkEvent     = schema.GroupKind{Kind: "Event"}
 )
@@ -42,17 +39,13 @@ var (
 // the kinds it serves (and DaemonSets and StatefulSets, which it does not
 // serve yet).
 var registry = map[schema.GroupKind]Printer{
-	{Group: "", Kind: "Pod"}:                                          Pod,
-	{Group: "", Kind: "Service"}:                                      Service,
-	{Group: "", Kind: "PersistentVolume"}:                             PersistentVolume,
-	{Group: "", Kind: "PersistentVolumeClaim"}:                        PersistentVolumeClaim,
-	{Group: "apps", Kind: "Deployment"}:                               Deployment,
-	{Group: "apps", Kind: "ReplicaSet"}:                               ReplicaSet,
-	{Group: "apps", Kind: "DaemonSet"}:                                DaemonSet,
-	{Group: "apps", Kind: "StatefulSet"}:                              StatefulSet,
-	{Group: "batch", Kind: "Job"}:                                     Job,
-	{Group: "batch", Kind: "CronJob"}:                                 CronJob,
-	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: CertificateSigningRequest,
+	{Group: "", Kind: "Pod"}:             Pod,
+	{Group: "apps", Kind: "Deployment"}:  Deployment,
+	{Group: "apps", Kind: "ReplicaSet"}:  ReplicaSet,
+	{Group: "apps", Kind: "DaemonSet"}:   DaemonSet,
+	{Group: "apps", Kind: "StatefulSet"}: StatefulSet,
+	{Group: "batch", Kind: "Job"}:        Job,
+	{Group: "batch", Kind: "CronJob"}:    CronJob,
 }
 
 // Lookup returns the printer of gk, with a copy of its columns.
@@ -367,147 +360,6 @@ func TestPodCells(t *testing.T) {
 	})
 }
 
-func TestServiceCells(t *testing.T) {
-	svc := func(typ corev1.ServiceType, mutate func(*corev1.Service)) *corev1.Service {
-		s := &corev1.Service{
-			ObjectMeta: objMeta("web"),
-			Spec: corev1.ServiceSpec{
-				Type: typ, ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"},
-				Ports:    []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}},
-				Selector: map[string]string{"app": "web"},
-			},
-		}
-		if mutate != nil {
-			mutate(s)
-		}
-		return s
-	}
-	runCellCases(t, []cellCase{
-		{
-			name: "cluster ip",
-			gk:   gkService,
-			obj:  svc(corev1.ServiceTypeClusterIP, nil),
-			want: map[string]interface{}{"Name": "web", "Type": "ClusterIP", "Cluster-IP": "10.96.0.10", "External-IP": "<none>", "Port(s)": "80/TCP", "Age": "10m", "Selector": "app=web"},
-		},
-		{
-			name: "type defaults to ClusterIP",
-			gk:   gkService,
-			obj:  svc("", func(s *corev1.Service) { s.Spec.Selector = nil }),
-			want: map[string]interface{}{"Type": "ClusterIP", "Selector": "<none>"},
-		},
-		{
-			name: "headless, several ports",
-			gk:   gkService,
-			obj: svc(corev1.ServiceTypeClusterIP, func(s *corev1.Service) {
-				s.Spec.ClusterIP, s.Spec.ClusterIPs = "None", []string{"None"}
-				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: 53, Protocol: corev1.ProtocolUDP})
-			}),
-			want: map[string]interface{}{"Cluster-IP": "None", "Port(s)": "80/TCP,53/UDP"},
-		},
-		{
-			name: "node port",
-			gk:   gkService,
-			obj: svc(corev1.ServiceTypeNodePort, func(s *corev1.Service) {
-				s.Spec.Ports[0].NodePort = 30080
-			}),
-			want: map[string]interface{}{"Type": "NodePort", "External-IP": "<none>", "Port(s)": "80:30080/TCP"},
-		},
-		{
-			name: "external ips",
-			gk:   gkService,
-			obj: svc(corev1.ServiceTypeClusterIP, func(s *corev1.Service) {
-				s.Spec.ExternalIPs = []string{"1.2.3.4", "5.6.7.8"}
-			}),
-			want: map[string]interface{}{"External-IP": "1.2.3.4,5.6.7.8"},
-		},
-		{
-			name: "load balancer pending",
-			gk:   gkService,
-			obj: svc(corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
-				s.Spec.Ports[0].NodePort = 31000
-			}),
-			want: map[string]interface{}{"Type": "LoadBalancer", "External-IP": "<pending>", "Port(s)": "80:31000/TCP"},
-		},
-		{
-			name: "load balancer assigned",
-			gk:   gkService,
-			obj: svc(corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
-				s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "lb.example.com"}, {IP: "172.18.0.200"}, {IP: "172.18.0.200"}}
-				s.Spec.ExternalIPs = []string{"9.9.9.9"}
-			}),
-			want: map[string]interface{}{"External-IP": "172.18.0.200,lb.example.com,9.9.9.9"},
-		},
-		{
-			name: "external name without ports",
-			gk:   gkService,
-			obj: svc(corev1.ServiceTypeExternalName, func(s *corev1.Service) {
-				s.Spec.ExternalName = "db.example.com"
-				s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.Ports = "", nil, nil
-			}),
-			want: map[string]interface{}{"Cluster-IP": "<none>", "External-IP": "db.example.com", "Port(s)": "<none>"},
-		},
-	})
-}
-
-func TestVolumeCells(t *testing.T) {
-	fs := corev1.PersistentVolumeFilesystem
-	runCellCases(t, []cellCase{
-		{
-			name: "bound pv",
-			gk:   schema.GroupKind{Kind: "PersistentVolume"},
-			obj: &corev1.PersistentVolume{
-				ObjectMeta: objMeta("pv1"),
-				Spec: corev1.PersistentVolumeSpec{
-					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")},
-					AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany, corev1.ReadWriteOnce},
-					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-					ClaimRef:                      &corev1.ObjectReference{Namespace: "default", Name: "data"},
-					StorageClassName:              "standard",
-					VolumeMode:                    &fs,
-				},
-				Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
-			},
-			want: map[string]interface{}{
-				"Capacity": "5Gi", "Access Modes": "RWO,RWX", "Reclaim Policy": "Retain", "Status": "Bound",
-				"Claim": "default/data", "StorageClass": "standard", "VolumeAttributesClass": "<unset>", "Reason": "",
-				"Age": "10m", "VolumeMode": "Filesystem",
-			},
-		},
-		{
-			name: "terminating pv",
-			gk:   schema.GroupKind{Kind: "PersistentVolume"},
-			obj: &corev1.PersistentVolume{
-				ObjectMeta: metav1.ObjectMeta{Name: "pv2", DeletionTimestamp: ptr(ago(0))},
-				Status:     corev1.PersistentVolumeStatus{Phase: corev1.VolumeReleased},
-			},
-			want: map[string]interface{}{"Status": "Terminating", "Claim": "", "VolumeMode": "<unset>", "Age": "<unknown>"},
-		},
-		{
-			name: "bound pvc",
-			gk:   schema.GroupKind{Kind: "PersistentVolumeClaim"},
-			obj: &corev1.PersistentVolumeClaim{
-				ObjectMeta: objMeta("data"),
-				Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: "pv1", StorageClassName: ptr("standard")},
-				Status: corev1.PersistentVolumeClaimStatus{
-					Phase:       corev1.ClaimBound,
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")},
-				},
-			},
-			want: map[string]interface{}{"Status": "Bound", "Volume": "pv1", "Capacity": "5Gi", "Access Modes": "RWO", "StorageClass": "standard"},
-		},
-		{
-			name: "pending pvc",
-			gk:   schema.GroupKind{Kind: "PersistentVolumeClaim"},
-			obj: &corev1.PersistentVolumeClaim{
-				ObjectMeta: objMeta("data"),
-				Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
-			},
-			want: map[string]interface{}{"Status": "Pending", "Volume": "", "Capacity": "", "Access Modes": "", "StorageClass": ""},
-		},
-	})
-}
-
 func podTemplate(names ...string) corev1.PodTemplateSpec {
 	var t corev1.PodTemplateSpec
 	for _, n := range names {
@@ -650,17 +502,13 @@ func TestWorkloadCells(t *testing.T) {
 
 // zeroObjects holds an empty object of every kind with a printer.
 var zeroObjects = map[schema.GroupKind]runtime.Object{
-	{Kind: "Pod"}:                                                     &corev1.Pod{},
-	{Kind: "Service"}:                                                 &corev1.Service{},
-	{Kind: "PersistentVolume"}:                                        &corev1.PersistentVolume{},
-	{Kind: "PersistentVolumeClaim"}:                                   &corev1.PersistentVolumeClaim{},
-	{Group: "apps", Kind: "Deployment"}:                               &appsv1.Deployment{},
-	{Group: "apps", Kind: "ReplicaSet"}:                               &appsv1.ReplicaSet{},
-	{Group: "apps", Kind: "DaemonSet"}:                                &appsv1.DaemonSet{},
-	{Group: "apps", Kind: "StatefulSet"}:                              &appsv1.StatefulSet{},
-	{Group: "batch", Kind: "Job"}:                                     &batchv1.Job{},
-	{Group: "batch", Kind: "CronJob"}:                                 &batchv1.CronJob{},
-	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: &certificatesv1.CertificateSigningRequest{},
+	{Kind: "Pod"}:                        &corev1.Pod{},
+	{Group: "apps", Kind: "Deployment"}:  &appsv1.Deployment{},
+	{Group: "apps", Kind: "ReplicaSet"}:  &appsv1.ReplicaSet{},
+	{Group: "apps", Kind: "DaemonSet"}:   &appsv1.DaemonSet{},
+	{Group: "apps", Kind: "StatefulSet"}: &appsv1.StatefulSet{},
+	{Group: "batch", Kind: "Job"}:        &batchv1.Job{},
+	{Group: "batch", Kind: "CronJob"}:    &batchv1.CronJob{},
 }
 
 // TestColumnDefinitions checks every printer's columns are well formed and
@@ -733,7 +581,6 @@ func TestWideColumns(t *testing.T) {
 		normal, Wide []string
 	}{
 		{gkPod, []string{"Name", "Ready", "Status", "Restarts", "Age"}, []string{"IP", "Node", "Nominated Node", "Readiness Gates"}},
-		{gkService, []string{"Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age"}, []string{"Selector"}},
 		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, []string{"Name", "Ready", "Up-to-date", "Available", "Age"}, []string{"Containers", "Images", "Selector"}},
 		{schema.GroupKind{Group: "batch", Kind: "Job"}, []string{"Name", "Status", "Completions", "Duration", "Age"}, []string{"Containers", "Images", "Selector"}},
 		{schema.GroupKind{Group: "batch", Kind: "CronJob"}, []string{"Name", "Schedule", "Timezone", "Suspend", "Active", "Last Schedule", "Age"}, []string{"Containers", "Images", "Selector"}},
@@ -776,9 +623,9 @@ func TestUnstructuredAndForeignObjects(t *testing.T) {
 		t.Errorf("unstructured deployment rendered as %v", got)
 	}
 
-	// A Pod handed to the Service printer: name only, other cells empty.
-	got = render(t, gkService, pod(1, nil))
-	if got["Name"] != "web" || got["Type"] != nil {
+	// A Pod handed to the Deployment printer: name only, other cells empty.
+	got = render(t, schema.GroupKind{Group: "apps", Kind: "Deployment"}, pod(1, nil))
+	if got["Name"] != "web" || got["Ready"] != nil {
 		t.Errorf("foreign object rendered as %v", got)
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 const (
 	IsNegativeErrorMsg    = apimachineryvalidation.IsNegativeErrorMsg
-	isNotPositiveErrorMsg = "must be greater than zero"
+	IsNotPositiveErrorMsg = "must be greater than zero"
 	fieldImmutableMsg     = apimachineryvalidation.FieldImmutableErrorMsg
 )
 
@@ -79,7 +79,7 @@ func NonnegativePtr32(value *int32, fldPath *field.Path) field.ErrorList {
 
 func validatePositive(value int64, fldPath *field.Path) field.ErrorList {
 	if value <= 0 {
-		return field.ErrorList{field.Invalid(fldPath, value, isNotPositiveErrorMsg)}
+		return field.ErrorList{field.Invalid(fldPath, value, IsNotPositiveErrorMsg)}
 	}
 	return nil
 }
@@ -141,18 +141,18 @@ func Enum[T ~string](value T, valid []T, fldPath *field.Path) field.ErrorList {
 }
 
 // validateOptionalEnum is validateEnum for optional fields.
-func validateOptionalEnum[T ~string](value T, valid []T, fldPath *field.Path) field.ErrorList {
+func OptionalEnum[T ~string](value T, valid []T, fldPath *field.Path) field.ErrorList {
 	if value == "" {
 		return nil
 	}
 	return Enum(value, valid, fldPath)
 }
 
-func validateLabels(l map[string]string, fldPath *field.Path) field.ErrorList {
+func Labels(l map[string]string, fldPath *field.Path) field.ErrorList {
 	return metav1validation.ValidateLabels(l, fldPath)
 }
 
-func validateLabelSelector(sel *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
+func LabelSelector(sel *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
 	return metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, fldPath)
 }
 
@@ -238,7 +238,7 @@ func SortedKeys[K ~string, V any](m map[K]V) []K {
 }
 
 // positiveQuantity reports whether q > 0.
-func positiveQuantity(q resource.Quantity) bool { return q.Sign() > 0 }
+func PositiveQuantity(q resource.Quantity) bool { return q.Sign() > 0 }
 
 // CountSetPointers counts the non-nil pointer fields of a struct where at
 // most one member is expected to be set (volume sources, handlers, ...).

@@ -43,7 +43,7 @@ func Pod(pod *corev1.Pod) field.ErrorList {
 
 // PodTemplateSpec checks a pod template of a workload or PodTemplate.
 func PodTemplateSpec(t *corev1.PodTemplateSpec, fldPath *field.Path) field.ErrorList {
-	allErrs := validateLabels(t.Labels, fldPath.Child("metadata", "labels"))
+	allErrs := Labels(t.Labels, fldPath.Child("metadata", "labels"))
 	allErrs = append(allErrs, apimachineryvalidation.ValidateAnnotations(t.Annotations, fldPath.Child("metadata", "annotations"))...)
 	allErrs = append(allErrs, validatePodSpec(&t.Spec, fldPath.Child("spec"))...)
 	return allErrs
@@ -59,7 +59,7 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 		allErrs = append(allErrs, field.Required(fldPath.Child("dnsConfig"),
 			fmt.Sprintf("must provide `dnsConfig` when `dnsPolicy` is %s", corev1.DNSNone)))
 	}
-	allErrs = append(allErrs, validateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
+	allErrs = append(allErrs, Labels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
 	if spec.ServiceAccountName != "" {
 		for _, msg := range apimachineryvalidation.ValidateServiceAccountName(spec.ServiceAccountName, false) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("serviceAccountName"), spec.ServiceAccountName, msg))
@@ -168,7 +168,7 @@ func validateContainer(c *corev1.Container, spec *corev1.PodSpec, volumes, names
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 	}
 	allErrs = append(allErrs, Enum(c.ImagePullPolicy, supportedPullPolicies, fldPath.Child("imagePullPolicy"))...)
-	allErrs = append(allErrs, validateOptionalEnum(c.TerminationMessagePolicy, supportedTermMsgPolicies, fldPath.Child("terminationMessagePolicy"))...)
+	allErrs = append(allErrs, OptionalEnum(c.TerminationMessagePolicy, supportedTermMsgPolicies, fldPath.Child("terminationMessagePolicy"))...)
 	allErrs = append(allErrs, validateContainerPorts(c.Ports, spec.HostNetwork, fldPath.Child("ports"))...)
 	allErrs = append(allErrs, validateEnv(c.Env, fldPath.Child("env"))...)
 	allErrs = append(allErrs, validateEnvFrom(c.EnvFrom, fldPath.Child("envFrom"))...)
@@ -373,7 +373,7 @@ func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.E
 		allErrs = append(allErrs, field.Forbidden(fldPath, "may not specify more than 1 volume type"))
 	}
 	if s := src.HostPath; s != nil {
-		allErrs = append(allErrs, validateHostPath(s, fldPath.Child("hostPath"))...)
+		allErrs = append(allErrs, HostPath(s, fldPath.Child("hostPath"))...)
 	}
 	if s := src.EmptyDir; s != nil && s.SizeLimit != nil && s.SizeLimit.Sign() < 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("emptyDir", "sizeLimit"), s.SizeLimit.String(), IsNegativeErrorMsg))
@@ -404,12 +404,12 @@ func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.E
 		allErrs = append(allErrs, field.Required(fldPath.Child("persistentVolumeClaim", "claimName"), ""))
 	}
 	if s := src.NFS; s != nil {
-		allErrs = append(allErrs, validateNFS(s, fldPath.Child("nfs"))...)
+		allErrs = append(allErrs, NFS(s, fldPath.Child("nfs"))...)
 	}
 	return allErrs
 }
 
-func validateHostPath(s *corev1.HostPathVolumeSource, fldPath *field.Path) field.ErrorList {
+func HostPath(s *corev1.HostPathVolumeSource, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	if s.Path == "" {
 		allErrs = append(allErrs, field.Required(fldPath.Child("path"), ""))
@@ -427,7 +427,7 @@ func validateHostPath(s *corev1.HostPathVolumeSource, fldPath *field.Path) field
 	return allErrs
 }
 
-func validateNFS(s *corev1.NFSVolumeSource, fldPath *field.Path) field.ErrorList {
+func NFS(s *corev1.NFSVolumeSource, fldPath *field.Path) field.ErrorList {
 	allErrs := field.ErrorList{}
 	if s.Server == "" {
 		allErrs = append(allErrs, field.Required(fldPath.Child("server"), ""))
@@ -537,7 +537,7 @@ func validateHTTPGet(a *corev1.HTTPGetAction, fldPath *field.Path) field.ErrorLi
 		allErrs = append(allErrs, field.Required(fldPath.Child("path"), ""))
 	}
 	allErrs = append(allErrs, PortNumOrName(a.Port, fldPath.Child("port"))...)
-	allErrs = append(allErrs, validateOptionalEnum(a.Scheme, supportedURISchemes, fldPath.Child("scheme"))...)
+	allErrs = append(allErrs, OptionalEnum(a.Scheme, supportedURISchemes, fldPath.Child("scheme"))...)
 	for i, h := range a.HTTPHeaders {
 		for _, msg := range utilvalidation.IsHTTPHeaderName(h.Name) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("httpHeaders").Index(i).Child("name"), h.Name, msg))
@@ -570,7 +570,7 @@ func validateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) f
 		default:
 			allErrs = append(allErrs, field.NotSupported(idxPath.Child("operator"), t.Operator, supportedTolerationOps))
 		}
-		allErrs = append(allErrs, validateOptionalEnum(t.Effect, supportedTaintEffects, idxPath.Child("effect"))...)
+		allErrs = append(allErrs, OptionalEnum(t.Effect, supportedTaintEffects, idxPath.Child("effect"))...)
 	}
 	return allErrs
 }

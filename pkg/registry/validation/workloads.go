@@ -146,7 +146,7 @@ func validateSelectorMatchesTemplate(sel *metav1.LabelSelector, t *corev1.PodTem
 		}
 		return allErrs
 	}
-	allErrs = append(allErrs, validateLabelSelector(sel, selPath)...)
+	allErrs = append(allErrs, LabelSelector(sel, selPath)...)
 	if len(allErrs) > 0 {
 		return allErrs
 	}
@@ -281,7 +281,7 @@ func CronJob(cj *batchv1.CronJob) field.ErrorList {
 	allErrs = append(allErrs, NonnegativePtr32(spec.FailedJobsHistoryLimit, specPath.Child("failedJobsHistoryLimit"))...)
 
 	jtPath := specPath.Child("jobTemplate")
-	allErrs = append(allErrs, validateLabels(spec.JobTemplate.Labels, jtPath.Child("metadata", "labels"))...)
+	allErrs = append(allErrs, Labels(spec.JobTemplate.Labels, jtPath.Child("metadata", "labels"))...)
 	allErrs = append(allErrs, validateJobSpec(&spec.JobTemplate.Spec, jtPath.Child("spec"))...)
 	return allErrs
 }

@@ -1,7 +1,9 @@
-package printers
+package kinds
 
 import (
 	"testing"
+
+	"k8s.io/utils/ptr"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,7 +26,7 @@ func TestCSRCells(t *testing.T) {
 			"Name": "csr-x", "Age": "10m", "SignerName": "kubernetes.io/kube-apiserver-client-kubelet",
 			"Requestor": "system:bootstrap:abcdef", "RequestedDuration": "<none>", "Condition": "Pending",
 		}},
-		{name: "issued", gk: gk, obj: csr(ptr[int32](3600), "x", certificatesv1.CertificateApproved),
+		{name: "issued", gk: gk, obj: csr(ptr.To[int32](3600), "x", certificatesv1.CertificateApproved),
 			want: map[string]interface{}{"RequestedDuration": "60m", "Condition": "Approved,Issued"}},
 		{name: "denied", gk: gk, obj: csr(nil, "", certificatesv1.CertificateDenied), want: map[string]interface{}{"Condition": "Denied"}},
 		{name: "failed", gk: gk, obj: csr(nil, "", certificatesv1.CertificateApproved, certificatesv1.CertificateFailed),
