@@ -26,10 +26,10 @@ func ReplicationController(rc *corev1.ReplicationController) {
 	if rc.Spec.Template != nil {
 		if labels := rc.Spec.Template.Labels; labels != nil {
 			if len(rc.Spec.Selector) == 0 {
-				rc.Spec.Selector = copyStringMap(labels)
+				rc.Spec.Selector = CopyStringMap(labels)
 			}
 			if len(rc.Labels) == 0 {
-				rc.Labels = copyStringMap(labels)
+				rc.Labels = CopyStringMap(labels)
 			}
 		}
 		PodTemplateSpec(rc.Spec.Template)
@@ -39,7 +39,7 @@ func ReplicationController(rc *corev1.ReplicationController) {
 	}
 }
 
-func copyStringMap(in map[string]string) map[string]string {
+func CopyStringMap(in map[string]string) map[string]string {
 	out := make(map[string]string, len(in))
 	for k, v := range in {
 		out[k] = v

@@ -122,8 +122,8 @@ func runCellCases(t *testing.T, cases []cellCase) {
 var validColumnType = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "date": true}
 
 // TestEveryKindIsWired checks that every served kind validates its own
-// fields and prints its own well-formed columns, one cell per column even
-// for an empty object.
+// fields and prints its own well-formed columns (Name first, but for
+// Events), one cell per column even for an empty object.
 func TestEveryKindIsWired(t *testing.T) {
 	for _, r := range table().All {
 		t.Run(r.Kind, func(t *testing.T) {
@@ -134,17 +134,24 @@ func TestEveryKindIsWired(t *testing.T) {
 				t.Fatal("no Printer")
 			}
 			p := r.TablePrinter()
-			names := 0
+			names, seen := 0, map[string]bool{}
 			for _, c := range p.Columns {
-				if c.Description == "" || !validColumnType[c.Type] || c.Priority > 1 {
+				if c.Description == "" || !validColumnType[c.Type] || c.Priority > 1 || seen[c.Name] {
 					t.Errorf("column %+v", c)
 				}
+				seen[c.Name] = true
 				if c.Format == "name" {
 					names++
+					if c.Name != "Name" || c.Type != "string" {
+						t.Errorf("name column is %q/%q", c.Name, c.Type)
+					}
 				}
 			}
 			if names != 1 {
 				t.Errorf("%d name columns, want 1", names)
+			}
+			if r.Kind != "Event" && p.Columns[0].Format != "name" {
+				t.Errorf("first column is %q, want Name", p.Columns[0].Name)
 			}
 			if cells := p.Cells(r.New(), now); len(cells) != len(p.Columns) {
 				t.Errorf("%d cells for %d columns", len(cells), len(p.Columns))
@@ -173,6 +180,9 @@ func TestWideColumns(t *testing.T) {
 		{gkNode, []string{"Name", "Status", "Roles", "Age", "Version"}, []string{"Internal-IP", "External-IP", "OS-Image", "Kernel-Version", "Container-Runtime"}},
 		{gkEvent, []string{"Last Seen", "Type", "Reason", "Object", "Message"}, []string{"Subobject", "Source", "First Seen", "Count", "Name"}},
 		{gkService, []string{"Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age"}, []string{"Selector"}},
+		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, []string{"Name", "Ready", "Up-to-date", "Available", "Age"}, []string{"Containers", "Images", "Selector"}},
+		{schema.GroupKind{Group: "batch", Kind: "Job"}, []string{"Name", "Status", "Completions", "Duration", "Age"}, []string{"Containers", "Images", "Selector"}},
+		{schema.GroupKind{Group: "batch", Kind: "CronJob"}, []string{"Name", "Schedule", "Timezone", "Suspend", "Active", "Last Schedule", "Age"}, []string{"Containers", "Images", "Selector"}},
 		{schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, []string{"Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"}, nil},
 	} {
 		var normal, wide []string

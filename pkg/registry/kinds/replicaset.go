@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/defaults"
@@ -28,15 +30,59 @@ func replicaSets() *registry.Resource {
 			},
 			Set: func(obj runtime.Object, n int32) { obj.(*appsv1.ReplicaSet).Spec.Replicas = &n },
 		},
-		Default:  defaulter(defaults.ReplicaSet),
+		Default:  defaulter(defaultReplicaSet),
 		NameRule: apivalidation.NameIsDNSSubdomain,
-		Validate: validator(validation.ReplicaSet),
+		Validate: validator(validateReplicaSet),
 		ValidateUpdate: updateValidator(func(rs, old *appsv1.ReplicaSet) field.ErrorList {
 			return validation.SelectorUpdate(rs.Spec.Selector, old.Spec.Selector, field.NewPath("spec", "selector"))
 		}),
-		Printer: printers.ReplicaSet,
+		Printer: replicaSetPrinter,
 		FieldLabels: func(obj runtime.Object) fields.Set {
 			return fields.Set{"status.replicas": strconv.Itoa(int(obj.(*appsv1.ReplicaSet).Status.Replicas))}
 		},
 	}
 }
+
+// Defaults.
+
+func defaultReplicaSet(rs *appsv1.ReplicaSet) {
+	if rs.Spec.Replicas == nil {
+		rs.Spec.Replicas = ptr.To[int32](1)
+	}
+	defaults.PodTemplateSpec(&rs.Spec.Template)
+}
+
+// Validation.
+
+func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
+	specPath := field.NewPath("spec")
+	allErrs := validation.NonnegativePtr32(rs.Spec.Replicas, specPath.Child("replicas"))
+	allErrs = append(allErrs, validation.ReplicatedTemplate(rs.Spec.Selector, &rs.Spec.Template, specPath, "replicaset")...)
+	allErrs = append(allErrs, validation.Nonnegative(int64(rs.Spec.MinReadySeconds), specPath.Child("minReadySeconds"))...)
+	return allErrs
+}
+
+// The table.
+
+var replicaSetPrinter = printers.Typed(
+	append([]metav1.TableColumnDefinition{
+		printers.NameColumn(),
+		printers.Column("Desired", "integer", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]),
+		printers.Column("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]),
+		printers.Column("Ready", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["readyReplicas"]),
+		printers.AgeColumn(),
+	}, printers.TemplateColumns(appsv1.ReplicaSetSpec{}.SwaggerDoc()["selector"])...),
+	func(rs *appsv1.ReplicaSet, now time.Time) []interface{} {
+		names, images := printers.ContainerCells(rs.Spec.Template.Spec.Containers)
+		return []interface{}{
+			rs.Name,
+			int64(printers.DerefInt32(rs.Spec.Replicas, 1)),
+			int64(rs.Status.Replicas),
+			int64(rs.Status.ReadyReplicas),
+			printers.Age(rs.CreationTimestamp, now),
+			names,
+			images,
+			metav1.FormatLabelSelector(rs.Spec.Selector),
+		}
+	},
+)

@@ -102,7 +102,7 @@ func Wide(c metav1.TableColumnDefinition) metav1.TableColumnDefinition {
 
 // templateColumns are the wide CONTAINERS, IMAGES and SELECTOR columns that
 // workload controllers share.
-func templateColumns(selectorDescription string) []metav1.TableColumnDefinition {
+func TemplateColumns(selectorDescription string) []metav1.TableColumnDefinition {
 	return []metav1.TableColumnDefinition{
 		Wide(Column("Containers", "string", "Names of each container in the template.")),
 		Wide(Column("Images", "string", "Images referenced by each container in the template.")),
@@ -135,7 +135,7 @@ func MicroAge(t metav1.MicroTime, now time.Time) string {
 }
 
 // containerCells joins container names and images with commas.
-func containerCells(containers []corev1.Container) (names, images string) {
+func ContainerCells(containers []corev1.Container) (names, images string) {
 	n := make([]string, len(containers))
 	im := make([]string, len(containers))
 	for i, c := range containers {
@@ -152,14 +152,14 @@ func OrDefault(s, def string) string {
 	return s
 }
 
-func derefInt32(p *int32, def int32) int32 {
+func DerefInt32(p *int32, def int32) int32 {
 	if p == nil {
 		return def
 	}
 	return *p
 }
 
-func boolPtrCell(b *bool) string {
+func BoolPtrCell(b *bool) string {
 	switch {
 	case b == nil:
 		return Unset

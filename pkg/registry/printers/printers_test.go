@@ -7,10 +7,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -40,12 +38,8 @@ var (
 // serve yet).
 var registry = map[schema.GroupKind]Printer{
 	{Group: "", Kind: "Pod"}:             Pod,
-	{Group: "apps", Kind: "Deployment"}:  Deployment,
-	{Group: "apps", Kind: "ReplicaSet"}:  ReplicaSet,
 	{Group: "apps", Kind: "DaemonSet"}:   DaemonSet,
 	{Group: "apps", Kind: "StatefulSet"}: StatefulSet,
-	{Group: "batch", Kind: "Job"}:        Job,
-	{Group: "batch", Kind: "CronJob"}:    CronJob,
 }
 
 // Lookup returns the printer of gk, with a copy of its columns.
@@ -372,32 +366,6 @@ func TestWorkloadCells(t *testing.T) {
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	runCellCases(t, []cellCase{
 		{
-			name: "deployment",
-			gk:   schema.GroupKind{Group: "apps", Kind: "Deployment"},
-			obj: &appsv1.Deployment{
-				ObjectMeta: objMeta("web"),
-				Spec:       appsv1.DeploymentSpec{Replicas: ptr(int32(3)), Selector: selector, Template: podTemplate("nginx", "sidecar")},
-				Status:     appsv1.DeploymentStatus{ReadyReplicas: 2, UpdatedReplicas: 3, AvailableReplicas: 2},
-			},
-			want: map[string]interface{}{
-				"Name": "web", "Ready": "2/3", "Up-to-date": int64(3), "Available": int64(2), "Age": "10m",
-				"Containers": "nginx,sidecar", "Images": "nginx:1,sidecar:1", "Selector": "app=web",
-			},
-		},
-		{
-			name: "replicaset",
-			gk:   schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
-			obj: &appsv1.ReplicaSet{
-				ObjectMeta: objMeta("web-5d4f"),
-				Spec:       appsv1.ReplicaSetSpec{Replicas: ptr(int32(2)), Selector: selector, Template: podTemplate("nginx")},
-				Status:     appsv1.ReplicaSetStatus{Replicas: 2, ReadyReplicas: 1},
-			},
-			want: map[string]interface{}{
-				"Desired": int64(2), "Current": int64(2), "Ready": int64(1),
-				"Containers": "nginx", "Images": "nginx:1", "Selector": "app=web",
-			},
-		},
-		{
 			name: "daemonset",
 			gk:   schema.GroupKind{Group: "apps", Kind: "DaemonSet"},
 			obj: &appsv1.DaemonSet{
@@ -424,91 +392,14 @@ func TestWorkloadCells(t *testing.T) {
 			},
 			want: map[string]interface{}{"Ready": "3/3", "Containers": "pg", "Images": "pg:1"},
 		},
-		{
-			name: "complete job",
-			gk:   schema.GroupKind{Group: "batch", Kind: "Job"},
-			obj: &batchv1.Job{
-				ObjectMeta: objMeta("pi"),
-				Spec:       batchv1.JobSpec{Completions: ptr(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"job-name": "pi"}}, Template: podTemplate("pi")},
-				Status: batchv1.JobStatus{
-					Succeeded: 1, StartTime: ptr(ago(5 * time.Minute)), CompletionTime: ptr(ago(4*time.Minute + 30*time.Second)),
-					Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}},
-				},
-			},
-			want: map[string]interface{}{
-				"Status": "Complete", "Completions": "1/1", "Duration": "30s", "Age": "10m",
-				"Containers": "pi", "Images": "pi:1", "Selector": "job-name=pi",
-			},
-		},
-		{
-			name: "running parallel job",
-			gk:   schema.GroupKind{Group: "batch", Kind: "Job"},
-			obj: &batchv1.Job{
-				ObjectMeta: objMeta("work"),
-				Spec:       batchv1.JobSpec{Parallelism: ptr(int32(3))},
-				Status:     batchv1.JobStatus{StartTime: ptr(ago(2 * time.Minute))},
-			},
-			want: map[string]interface{}{"Status": "Running", "Completions": "0/1 of 3", "Duration": "2m", "Selector": "<none>"},
-		},
-		{
-			name: "failed job",
-			gk:   schema.GroupKind{Group: "batch", Kind: "Job"},
-			obj: &batchv1.Job{
-				ObjectMeta: objMeta("bad"),
-				Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
-					{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue},
-					{Type: batchv1.JobFailed, Status: corev1.ConditionTrue},
-				}},
-			},
-			want: map[string]interface{}{"Status": "Failed", "Completions": "0/1", "Duration": ""},
-		},
-		{
-			name: "suspended job",
-			gk:   schema.GroupKind{Group: "batch", Kind: "Job"},
-			obj: &batchv1.Job{
-				ObjectMeta: objMeta("later"),
-				Status:     batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobSuspended, Status: corev1.ConditionTrue}}},
-			},
-			want: map[string]interface{}{"Status": "Suspended"},
-		},
-		{
-			name: "cronjob never run",
-			gk:   schema.GroupKind{Group: "batch", Kind: "CronJob"},
-			obj: &batchv1.CronJob{
-				ObjectMeta: objMeta("hello"),
-				Spec: batchv1.CronJobSpec{Schedule: "*/1 * * * *", Suspend: ptr(false),
-					JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: podTemplate("hello")}}},
-			},
-			want: map[string]interface{}{
-				"Schedule": "*/1 * * * *", "Timezone": "<none>", "Suspend": "False", "Active": int64(0),
-				"Last Schedule": "<none>", "Age": "10m", "Containers": "hello", "Images": "hello:1", "Selector": "<none>",
-			},
-		},
-		{
-			name: "cronjob scheduled",
-			gk:   schema.GroupKind{Group: "batch", Kind: "CronJob"},
-			obj: &batchv1.CronJob{
-				ObjectMeta: objMeta("hello"),
-				Spec:       batchv1.CronJobSpec{Schedule: "@hourly", TimeZone: ptr("Etc/UTC")},
-				Status: batchv1.CronJobStatus{
-					Active:           []corev1.ObjectReference{{Name: "hello-1"}},
-					LastScheduleTime: ptr(ago(45 * time.Second)),
-				},
-			},
-			want: map[string]interface{}{"Timezone": "Etc/UTC", "Suspend": "<unset>", "Active": int64(1), "Last Schedule": "45s"},
-		},
 	})
 }
 
 // zeroObjects holds an empty object of every kind with a printer.
 var zeroObjects = map[schema.GroupKind]runtime.Object{
 	{Kind: "Pod"}:                        &corev1.Pod{},
-	{Group: "apps", Kind: "Deployment"}:  &appsv1.Deployment{},
-	{Group: "apps", Kind: "ReplicaSet"}:  &appsv1.ReplicaSet{},
 	{Group: "apps", Kind: "DaemonSet"}:   &appsv1.DaemonSet{},
 	{Group: "apps", Kind: "StatefulSet"}: &appsv1.StatefulSet{},
-	{Group: "batch", Kind: "Job"}:        &batchv1.Job{},
-	{Group: "batch", Kind: "CronJob"}:    &batchv1.CronJob{},
 }
 
 // TestColumnDefinitions checks every printer's columns are well formed and
@@ -581,9 +472,6 @@ func TestWideColumns(t *testing.T) {
 		normal, Wide []string
 	}{
 		{gkPod, []string{"Name", "Ready", "Status", "Restarts", "Age"}, []string{"IP", "Node", "Nominated Node", "Readiness Gates"}},
-		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, []string{"Name", "Ready", "Up-to-date", "Available", "Age"}, []string{"Containers", "Images", "Selector"}},
-		{schema.GroupKind{Group: "batch", Kind: "Job"}, []string{"Name", "Status", "Completions", "Duration", "Age"}, []string{"Containers", "Images", "Selector"}},
-		{schema.GroupKind{Group: "batch", Kind: "CronJob"}, []string{"Name", "Schedule", "Timezone", "Suspend", "Active", "Last Schedule", "Age"}, []string{"Containers", "Images", "Selector"}},
 	} {
 		normal, Wide := wideNames(tc.gk)
 		if !reflect.DeepEqual(normal, tc.normal) || !reflect.DeepEqual(Wide, tc.Wide) {
@@ -607,25 +495,5 @@ func TestDefault(t *testing.T) {
 	got := Default.Cells(role, now)
 	if w := []interface{}{"reader", "2025-05-01T08:30:00Z"}; !reflect.DeepEqual(got, w) {
 		t.Errorf("cells = %#v, want %#v", got, w)
-	}
-}
-
-func TestUnstructuredAndForeignObjects(t *testing.T) {
-	u := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "apps/v1",
-		"kind":       "Deployment",
-		"metadata":   map[string]interface{}{"name": "web", "creationTimestamp": created.UTC().Format(time.RFC3339)},
-		"spec":       map[string]interface{}{"replicas": int64(4)},
-		"status":     map[string]interface{}{"readyReplicas": int64(4)},
-	}}
-	got := render(t, schema.GroupKind{Group: "apps", Kind: "Deployment"}, u)
-	if got["Name"] != "web" || got["Ready"] != "4/4" || got["Age"] != "10m" {
-		t.Errorf("unstructured deployment rendered as %v", got)
-	}
-
-	// A Pod handed to the Deployment printer: name only, other cells empty.
-	got = render(t, schema.GroupKind{Group: "apps", Kind: "Deployment"}, pod(1, nil))
-	if got["Name"] != "web" || got["Ready"] != nil {
-		t.Errorf("foreign object rendered as %v", got)
 	}
 }

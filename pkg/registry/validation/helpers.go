@@ -22,7 +22,7 @@ import (
 const (
 	IsNegativeErrorMsg    = apimachineryvalidation.IsNegativeErrorMsg
 	IsNotPositiveErrorMsg = "must be greater than zero"
-	fieldImmutableMsg     = apimachineryvalidation.FieldImmutableErrorMsg
+	FieldImmutableMsg     = apimachineryvalidation.FieldImmutableErrorMsg
 )
 
 // PathSegmentName is the name rule for kinds whose names only have to be
@@ -77,7 +77,7 @@ func NonnegativePtr32(value *int32, fldPath *field.Path) field.ErrorList {
 	return Nonnegative(int64(*value), fldPath)
 }
 
-func validatePositive(value int64, fldPath *field.Path) field.ErrorList {
+func Positive(value int64, fldPath *field.Path) field.ErrorList {
 	if value <= 0 {
 		return field.ErrorList{field.Invalid(fldPath, value, IsNotPositiveErrorMsg)}
 	}
