@@ -18,8 +18,8 @@ func defaultPersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec) {
 	if spec.VolumeMode == nil {
 		spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
 	}
-	DefaultResourceList(spec.Resources.Limits)
-	DefaultResourceList(spec.Resources.Requests)
+	ResourceList(spec.Resources.Limits)
+	ResourceList(spec.Resources.Requests)
 }
 
 func ReplicationController(rc *corev1.ReplicationController) {
@@ -39,6 +39,7 @@ func ReplicationController(rc *corev1.ReplicationController) {
 	}
 }
 
+// CopyStringMap returns a copy of in.
 func CopyStringMap(in map[string]string) map[string]string {
 	out := make(map[string]string, len(in))
 	for k, v := range in {

@@ -4,103 +4,14 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 )
 
 const (
-	// defaultServiceAccountName is what the ServiceAccount admission plugin
-	// puts in pods that do not name a service account.
-	defaultServiceAccountName = "default"
-	// defaultTolerationSeconds is what the DefaultTolerationSeconds admission
-	// plugin uses for the not-ready and unreachable NoExecute taints.
-	defaultTolerationSeconds int64 = 300
 	// serviceAccountTokenExpirationSeconds is the default lifetime of a
 	// projected service account token.
 	serviceAccountTokenExpirationSeconds int64 = 3600
 )
-
-// systemPriorityClasses are the built-in priority classes the Priority
-// admission plugin resolves without looking at the API.
-var systemPriorityClasses = map[string]int32{
-	"system-cluster-critical": 2000000000,
-	"system-node-critical":    2000001000,
-}
-
-// Pod applies the pod-only defaults on top of the shared PodSpec ones.
-func Pod(pod *corev1.Pod) {
-	defaultPodSpec(&pod.Spec)
-	spec := &pod.Spec
-
-	// If limits are set but requests are not, requests default to limits.
-	// Upstream does this for Pods only, never for pod templates.
-	for i := range spec.Containers {
-		defaultRequestsFromLimits(&spec.Containers[i].Resources)
-	}
-	for i := range spec.InitContainers {
-		defaultRequestsFromLimits(&spec.InitContainers[i].Resources)
-	}
-	if spec.EnableServiceLinks == nil {
-		spec.EnableServiceLinks = ptr.To(corev1.DefaultEnableServiceLinks)
-	}
-	if spec.HostNetwork {
-		defaultHostNetworkPorts(spec.Containers)
-		defaultHostNetworkPorts(spec.InitContainers)
-	}
-
-	defaultPodAdmission(spec)
-
-	if pod.Status.Phase == "" {
-		pod.Status.Phase = corev1.PodPending
-	}
-	if pod.Status.QOSClass == "" {
-		pod.Status.QOSClass = podQOSClass(spec)
-	}
-}
-
-// defaultPodAdmission applies what upstream's always-on admission plugins
-// (ServiceAccount, Priority, DefaultTolerationSeconds) add to every pod.
-func defaultPodAdmission(spec *corev1.PodSpec) {
-	if spec.ServiceAccountName == "" {
-		spec.ServiceAccountName = defaultServiceAccountName
-	}
-	spec.DeprecatedServiceAccount = spec.ServiceAccountName
-
-	if spec.Priority == nil {
-		if spec.PriorityClassName == "" {
-			spec.Priority = ptr.To[int32](0)
-		} else if v, ok := systemPriorityClasses[spec.PriorityClassName]; ok {
-			spec.Priority = ptr.To(v)
-		}
-	}
-	if spec.PreemptionPolicy == nil {
-		spec.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
-	}
-
-	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
-		if !toleratesNoExecute(spec.Tolerations, key) {
-			spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
-				Key:               key,
-				Operator:          corev1.TolerationOpExists,
-				Effect:            corev1.TaintEffectNoExecute,
-				TolerationSeconds: ptr.To(defaultTolerationSeconds),
-			})
-		}
-	}
-}
-
-// toleratesNoExecute reports whether some toleration already covers the
-// NoExecute taint with the given key.
-func toleratesNoExecute(tolerations []corev1.Toleration, key string) bool {
-	for _, t := range tolerations {
-		keyMatches := t.Key == key || (t.Key == "" && t.Operator == corev1.TolerationOpExists)
-		effectMatches := t.Effect == "" || t.Effect == corev1.TaintEffectNoExecute
-		if keyMatches && effectMatches {
-			return true
-		}
-	}
-	return false
-}
 
 // PodTemplateSpec defaults the pod spec inside a workload template.
 // Templates get the PodSpec defaults but none of the Pod-only ones.
@@ -108,11 +19,11 @@ func PodTemplateSpec(t *corev1.PodTemplateSpec) {
 	if t == nil {
 		return
 	}
-	defaultPodSpec(&t.Spec)
+	PodSpec(&t.Spec)
 }
 
-// defaultPodSpec applies the defaults shared by Pods and pod templates.
-func defaultPodSpec(spec *corev1.PodSpec) {
+// PodSpec applies the defaults shared by Pods and pod templates.
+func PodSpec(spec *corev1.PodSpec) {
 	if spec.DNSPolicy == "" {
 		spec.DNSPolicy = corev1.DNSClusterFirst
 	}
@@ -150,11 +61,11 @@ func defaultPodSpec(spec *corev1.PodSpec) {
 		defaultContainer((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 	if spec.Resources != nil {
-		DefaultResourceList(spec.Resources.Limits)
-		DefaultResourceList(spec.Resources.Requests)
+		ResourceList(spec.Resources.Limits)
+		ResourceList(spec.Resources.Requests)
 	}
 	if spec.Overhead != nil {
-		DefaultResourceList(spec.Overhead)
+		ResourceList(spec.Overhead)
 	}
 }
 
@@ -183,8 +94,8 @@ func defaultContainer(c *corev1.Container) {
 			defaultObjectFieldSelector(vf.FieldRef)
 		}
 	}
-	DefaultResourceList(c.Resources.Limits)
-	DefaultResourceList(c.Resources.Requests)
+	ResourceList(c.Resources.Limits)
+	ResourceList(c.Resources.Requests)
 	defaultProbe(c.LivenessProbe)
 	defaultProbe(c.ReadinessProbe)
 	defaultProbe(c.StartupProbe)
@@ -273,7 +184,7 @@ func defaultVolume(v *corev1.Volume) {
 	}
 	src := &v.VolumeSource
 	if src.HostPath != nil {
-		DefaultHostPath(src.HostPath)
+		HostPath(src.HostPath)
 	}
 	if src.Secret != nil && src.Secret.DefaultMode == nil {
 		src.Secret.DefaultMode = ptr.To(corev1.SecretVolumeSourceDefaultMode)
@@ -309,7 +220,8 @@ func defaultVolume(v *corev1.Volume) {
 	}
 }
 
-func DefaultHostPath(h *corev1.HostPathVolumeSource) {
+// HostPath gives a hostPath volume its type (unset: no check).
+func HostPath(h *corev1.HostPathVolumeSource) {
 	if h.Type == nil {
 		h.Type = ptr.To(corev1.HostPathUnset)
 	}
@@ -323,16 +235,17 @@ func defaultDownwardAPIFiles(items []corev1.DownwardAPIVolumeFile) {
 	}
 }
 
-// defaultResourceList rounds every quantity up to milli precision, as the
+// ResourceList rounds every quantity up to milli precision, as the
 // apiserver does for all resource lists.
-func DefaultResourceList(list corev1.ResourceList) {
+func ResourceList(list corev1.ResourceList) {
 	for name, q := range list {
 		q.RoundUp(-3)
 		list[name] = q
 	}
 }
 
-func defaultRequestsFromLimits(r *corev1.ResourceRequirements) {
+// RequestsFromLimits makes a limit without a request the request too.
+func RequestsFromLimits(r *corev1.ResourceRequirements) {
 	if r.Limits == nil {
 		return
 	}
@@ -346,7 +259,8 @@ func defaultRequestsFromLimits(r *corev1.ResourceRequirements) {
 	}
 }
 
-func defaultHostNetworkPorts(containers []corev1.Container) {
+// HostNetworkPorts makes a host-network container's ports host ports.
+func HostNetworkPorts(containers []corev1.Container) {
 	for i := range containers {
 		for j := range containers[i].Ports {
 			p := &containers[i].Ports[j]
@@ -355,65 +269,4 @@ func defaultHostNetworkPorts(containers []corev1.Container) {
 			}
 		}
 	}
-}
-
-// podQOSClass computes the pod's quality-of-service class from its cpu and
-// memory requests and limits (pod-level resources win when present).
-func podQOSClass(spec *corev1.PodSpec) corev1.PodQOSClass {
-	isQOSResource := func(n corev1.ResourceName) bool {
-		return n == corev1.ResourceCPU || n == corev1.ResourceMemory
-	}
-	positive := func(q resource.Quantity) bool { return q.Sign() > 0 }
-
-	requests := corev1.ResourceList{}
-	limits := corev1.ResourceList{}
-	guaranteed := true
-	add := func(r corev1.ResourceRequirements) {
-		found := map[corev1.ResourceName]bool{}
-		for n, q := range r.Requests {
-			if isQOSResource(n) && positive(q) {
-				if cur, ok := requests[n]; ok {
-					q.Add(cur)
-				}
-				requests[n] = q
-			}
-		}
-		for n, q := range r.Limits {
-			if isQOSResource(n) && positive(q) {
-				found[n] = true
-				if cur, ok := limits[n]; ok {
-					q.Add(cur)
-				}
-				limits[n] = q
-			}
-		}
-		if !found[corev1.ResourceCPU] || !found[corev1.ResourceMemory] {
-			guaranteed = false
-		}
-	}
-	if spec.Resources != nil {
-		add(*spec.Resources)
-	} else {
-		for _, c := range spec.InitContainers {
-			add(c.Resources)
-		}
-		for _, c := range spec.Containers {
-			add(c.Resources)
-		}
-	}
-	if len(requests) == 0 && len(limits) == 0 {
-		return corev1.PodQOSBestEffort
-	}
-	if guaranteed {
-		for n, req := range requests {
-			if lim, ok := limits[n]; !ok || lim.Cmp(req) != 0 {
-				guaranteed = false
-				break
-			}
-		}
-	}
-	if guaranteed && len(requests) == len(limits) {
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
 }

@@ -41,8 +41,8 @@ func nodes() *registry.Resource {
 // Defaults.
 
 func defaultNode(node *corev1.Node) {
-	defaults.DefaultResourceList(node.Status.Capacity)
-	defaults.DefaultResourceList(node.Status.Allocatable)
+	defaults.ResourceList(node.Status.Capacity)
+	defaults.ResourceList(node.Status.Allocatable)
 	if node.Status.Allocatable == nil && node.Status.Capacity != nil {
 		node.Status.Allocatable = make(corev1.ResourceList, len(node.Status.Capacity))
 		for name, q := range node.Status.Capacity {

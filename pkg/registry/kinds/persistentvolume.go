@@ -45,9 +45,9 @@ func defaultPersistentVolume(pv *corev1.PersistentVolume) {
 		pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
 	}
 	if pv.Spec.HostPath != nil {
-		defaults.DefaultHostPath(pv.Spec.HostPath)
+		defaults.HostPath(pv.Spec.HostPath)
 	}
-	defaults.DefaultResourceList(pv.Spec.Capacity)
+	defaults.ResourceList(pv.Spec.Capacity)
 }
 
 // Validation.

@@ -7,9 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -37,20 +35,16 @@ var (
 // maxVolumeDefaultMode is 0777, the largest file mode a volume may set.
 const maxVolumeDefaultMode = 0777
 
-func Pod(pod *corev1.Pod) field.ErrorList {
-	return validatePodSpec(&pod.Spec, field.NewPath("spec"))
-}
-
 // PodTemplateSpec checks a pod template of a workload or PodTemplate.
 func PodTemplateSpec(t *corev1.PodTemplateSpec, fldPath *field.Path) field.ErrorList {
 	allErrs := Labels(t.Labels, fldPath.Child("metadata", "labels"))
 	allErrs = append(allErrs, apimachineryvalidation.ValidateAnnotations(t.Annotations, fldPath.Child("metadata", "annotations"))...)
-	allErrs = append(allErrs, validatePodSpec(&t.Spec, fldPath.Child("spec"))...)
+	allErrs = append(allErrs, PodSpec(&t.Spec, fldPath.Child("spec"))...)
 	return allErrs
 }
 
 // validatePodSpec checks the fields of a pod spec users get wrong in practice.
-func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
+func PodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
 	volumes, allErrs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
 	allErrs = append(allErrs, validateContainers(spec, volumes, fldPath)...)
 	allErrs = append(allErrs, Enum(spec.RestartPolicy, supportedRestartPolicies, fldPath.Child("restartPolicy"))...)
@@ -573,87 +567,4 @@ func validateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) f
 		allErrs = append(allErrs, OptionalEnum(t.Effect, supportedTaintEffects, idxPath.Child("effect"))...)
 	}
 	return allErrs
-}
-
-// podUpdateForbiddenMsg is upstream's message for changes to fixed pod fields.
-const podUpdateForbiddenMsg = "pod updates may not change fields other than `spec.containers[*].image`," +
-	"`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations)," +
-	"`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
-
-// PodUpdate enforces that a pod's spec is fixed except for the
-// fields upstream lets users change in place.
-func PodUpdate(pod, old *corev1.Pod) field.ErrorList {
-	allErrs := field.ErrorList{}
-	specPath := field.NewPath("spec")
-
-	if newDeadline, oldDeadline := pod.Spec.ActiveDeadlineSeconds, old.Spec.ActiveDeadlineSeconds; oldDeadline != nil {
-		p := specPath.Child("activeDeadlineSeconds")
-		if newDeadline == nil {
-			allErrs = append(allErrs, field.Invalid(p, newDeadline, "must not update from a positive integer to nil value"))
-		} else if *newDeadline > *oldDeadline {
-			allErrs = append(allErrs, field.Invalid(p, *newDeadline, "must be less than or equal to previous value"))
-		}
-	}
-
-	if !toleratesAll(pod.Spec.Tolerations, old.Spec.Tolerations) {
-		allErrs = append(allErrs, field.Forbidden(specPath.Child("tolerations"), "existing toleration can not be modified except its tolerationSeconds"))
-	}
-
-	// Compare the specs with every mutable field copied from the new one.
-	mungedOld := old.Spec.DeepCopy()
-	if len(pod.Spec.Containers) == len(old.Spec.Containers) {
-		for i := range pod.Spec.Containers {
-			mungedOld.Containers[i].Image = pod.Spec.Containers[i].Image
-		}
-	}
-	if len(pod.Spec.InitContainers) == len(old.Spec.InitContainers) {
-		for i := range pod.Spec.InitContainers {
-			mungedOld.InitContainers[i].Image = pod.Spec.InitContainers[i].Image
-		}
-	}
-	mungedOld.ActiveDeadlineSeconds = pod.Spec.ActiveDeadlineSeconds
-	mungedOld.Tolerations = pod.Spec.Tolerations
-	if old.Spec.TerminationGracePeriodSeconds != nil && *old.Spec.TerminationGracePeriodSeconds < 0 &&
-		pod.Spec.TerminationGracePeriodSeconds != nil && *pod.Spec.TerminationGracePeriodSeconds == 1 {
-		mungedOld.TerminationGracePeriodSeconds = pod.Spec.TerminationGracePeriodSeconds
-	}
-	if isSubsetGates(pod.Spec.SchedulingGates, old.Spec.SchedulingGates) {
-		mungedOld.SchedulingGates = pod.Spec.SchedulingGates
-	}
-	if !equality.Semantic.DeepEqual(mungedOld, &pod.Spec) {
-		allErrs = append(allErrs, field.Forbidden(specPath, podUpdateForbiddenMsg+"\n"+diff.Diff(mungedOld, &pod.Spec)))
-	}
-	return allErrs
-}
-
-// toleratesAll reports whether every old toleration is still present
-// (tolerationSeconds may change).
-func toleratesAll(newTols, oldTols []corev1.Toleration) bool {
-	for _, o := range oldTols {
-		found := false
-		for _, n := range newTols {
-			if o.Key == n.Key && o.Operator == n.Operator && o.Value == n.Value && o.Effect == n.Effect {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-// isSubsetGates reports whether scheduling gates were only removed.
-func isSubsetGates(newGates, oldGates []corev1.PodSchedulingGate) bool {
-	old := sets.New[string]()
-	for _, g := range oldGates {
-		old.Insert(g.Name)
-	}
-	for _, g := range newGates {
-		if !old.Has(g.Name) {
-			return false
-		}
-	}
-	return true
 }
