@@ -1,11 +1,13 @@
-// Package printers holds the server-side table columns of Kubernetes'
-// kinds, one Printer per kind (Pod, Service, ...), and the column and cell
-// helpers every printer uses (NameColumn, Age, Typed, ...). A kind's file in
-// pkg/registry/kinds wires its printer as the Resource's Printer.
+// Package printers holds what the server-side tables of every kind share:
+// the Printer type, Typed (a printer over one Go type, which also reads
+// unstructured objects), the column and cell helpers (NameColumn, Age,
+// TemplateColumns, ...), Default for kinds without a printer, and the
+// printers of kinds minik8s does not serve yet (DaemonSet, StatefulSet). A
+// kind's own printer lives in its file in pkg/registry/kinds.
 //
 // The apiserver answers requests that accept
-// "application/json;as=Table;g=meta.k8s.io;v=v1" with a metav1.Table. This
-// package decides which columns such a table has for each kind and renders one
+// "application/json;as=Table;g=meta.k8s.io;v=v1" with a metav1.Table. The
+// printers decide which columns such a table has for each kind and render one
 // row's cells per object, matching what Kubernetes' own apiserver returns so
 // that an unmodified kubectl prints the familiar NAME/READY/STATUS/... output.
 //
