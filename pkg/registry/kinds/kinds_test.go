@@ -68,13 +68,23 @@ func objMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: "default", CreationTimestamp: created}
 }
 
-// printerOf is the printer of the resource serving gk.
+// unservedPrinters are the printers of kinds minik8s does not serve yet.
+var unservedPrinters = map[schema.GroupKind]printers.Printer{
+	{Group: "apps", Kind: "DaemonSet"}:   printers.DaemonSet,
+	{Group: "apps", Kind: "StatefulSet"}: printers.StatefulSet,
+}
+
+// printerOf is the printer of the resource serving gk (or of a kind not
+// served yet).
 func printerOf(t *testing.T, gk schema.GroupKind) printers.Printer {
 	t.Helper()
 	for _, r := range table().All {
 		if r.GroupVersionKind().GroupKind() == gk && r.Printer.Cells != nil {
 			return r.TablePrinter()
 		}
+	}
+	if p, ok := unservedPrinters[gk]; ok {
+		return p
 	}
 	t.Fatalf("no printer for %v", gk)
 	return printers.Printer{}

@@ -124,6 +124,33 @@ func TestWorkloadCells(t *testing.T) {
 			},
 			want: map[string]interface{}{"Timezone": "Etc/UTC", "Suspend": "<unset>", "Active": int64(1), "Last Schedule": "45s"},
 		},
+		{
+			name: "daemonset",
+			gk:   schema.GroupKind{Group: "apps", Kind: "DaemonSet"},
+			obj: &appsv1.DaemonSet{
+				ObjectMeta: objMeta("agent"),
+				Spec: appsv1.DaemonSetSpec{Selector: selector, Template: func() corev1.PodTemplateSpec {
+					t := imagesTemplate("agent")
+					t.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux"}
+					return t
+				}()},
+				Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, CurrentNumberScheduled: 3, NumberReady: 2, UpdatedNumberScheduled: 3, NumberAvailable: 2},
+			},
+			want: map[string]interface{}{
+				"Desired": int64(3), "Current": int64(3), "Ready": int64(2), "Up-to-date": int64(3), "Available": int64(2),
+				"Node Selector": "kubernetes.io/os=linux", "Selector": "app=web",
+			},
+		},
+		{
+			name: "statefulset",
+			gk:   schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
+			obj: &appsv1.StatefulSet{
+				ObjectMeta: objMeta("db"),
+				Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To(int32(3)), Template: imagesTemplate("pg")},
+				Status:     appsv1.StatefulSetStatus{ReadyReplicas: 3},
+			},
+			want: map[string]interface{}{"Ready": "3/3", "Containers": "pg", "Images": "pg:1"},
+		},
 	})
 }
 
