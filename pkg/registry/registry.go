@@ -244,6 +244,11 @@ func NewTable(scheme *runtime.Scheme, resources []*Resource) (*Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource %s list: %w", r.GroupVersionResource, err)
 		}
+		if r.Printer.Cells != nil {
+			if err := r.Printer.Validate(); err != nil {
+				return nil, fmt.Errorf("resource %s printer: %w", r.GroupVersionResource, err)
+			}
+		}
 		r.objType = reflect.TypeOf(obj).Elem()
 		r.listType = reflect.TypeOf(list).Elem()
 		if r.Singular == "" {

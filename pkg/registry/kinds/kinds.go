@@ -1,10 +1,12 @@
 package kinds
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/validation"
 )
 
 // Builtin is the table of Kubernetes kinds minik8s serves, in the order
@@ -49,4 +51,27 @@ func replicas(p *int32) int32 {
 		return 1
 	}
 	return *p
+}
+
+// replicasScale serves /scale from the spec.replicas, status.replicas and
+// spec.selector fields points to.
+func replicasScale[T runtime.Object](fields func(T) (spec **int32, status int32, selector *metav1.LabelSelector)) *registry.ScaleAccessor {
+	return &registry.ScaleAccessor{
+		Get: func(obj runtime.Object) (int32, int32, *metav1.LabelSelector) {
+			spec, status, selector := fields(obj.(T))
+			return replicas(*spec), status, selector
+		},
+		Set: func(obj runtime.Object, n int32) {
+			spec, _, _ := fields(obj.(T))
+			*spec = &n
+		},
+	}
+}
+
+// selectorImmutable is the update rule of workloads whose spec.selector
+// never changes.
+func selectorImmutable[T runtime.Object](selector func(T) *metav1.LabelSelector) validation.KindUpdateFunc {
+	return updateValidator(func(obj, old T) field.ErrorList {
+		return validation.SelectorUpdate(selector(obj), selector(old), field.NewPath("spec", "selector"))
+	})
 }

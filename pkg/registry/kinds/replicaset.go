@@ -23,20 +23,14 @@ func replicaSets() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: appsv1.SchemeGroupVersion.WithResource("replicasets"), Kind: "ReplicaSet",
 		Namespaced: true, ShortNames: []string{"rs"}, Categories: []string{"all"}, Status: true,
-		Scale: &registry.ScaleAccessor{
-			Get: func(obj runtime.Object) (int32, int32, *metav1.LabelSelector) {
-				rs := obj.(*appsv1.ReplicaSet)
-				return replicas(rs.Spec.Replicas), rs.Status.Replicas, rs.Spec.Selector
-			},
-			Set: func(obj runtime.Object, n int32) { obj.(*appsv1.ReplicaSet).Spec.Replicas = &n },
-		},
-		Default:  defaulter(defaultReplicaSet),
-		NameRule: apivalidation.NameIsDNSSubdomain,
-		Validate: validator(validateReplicaSet),
-		ValidateUpdate: updateValidator(func(rs, old *appsv1.ReplicaSet) field.ErrorList {
-			return validation.SelectorUpdate(rs.Spec.Selector, old.Spec.Selector, field.NewPath("spec", "selector"))
+		Scale: replicasScale(func(rs *appsv1.ReplicaSet) (**int32, int32, *metav1.LabelSelector) {
+			return &rs.Spec.Replicas, rs.Status.Replicas, rs.Spec.Selector
 		}),
-		Printer: replicaSetPrinter,
+		Default:        defaulter(defaultReplicaSet),
+		NameRule:       apivalidation.NameIsDNSSubdomain,
+		Validate:       validator(validateReplicaSet),
+		ValidateUpdate: selectorImmutable(func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }),
+		Printer:        replicaSetPrinter,
 		FieldLabels: func(obj runtime.Object) fields.Set {
 			return fields.Set{"status.replicas": strconv.Itoa(int(obj.(*appsv1.ReplicaSet).Status.Replicas))}
 		},

@@ -1,6 +1,8 @@
 package printers
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +18,42 @@ import (
 type Printer struct {
 	Columns []metav1.TableColumnDefinition                        // first column is "Name" (Type "string", Format "name")
 	Cells   func(obj runtime.Object, now time.Time) []interface{} // one cell per column, same order
+}
+
+// columnTypes are the types a table column may have.
+var columnTypes = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "date": true}
+
+// Validate reports what is wrong with p's columns: a type a table does not
+// have, no description, a priority other than 0 and 1 (-o wide), a name
+// twice, or other than one name column ("Name", a string).
+func (p Printer) Validate() error {
+	var errs []error
+	names, seen := 0, map[string]bool{}
+	for _, c := range p.Columns {
+		if !columnTypes[c.Type] {
+			errs = append(errs, fmt.Errorf("column %q: bad type %q", c.Name, c.Type))
+		}
+		if c.Description == "" {
+			errs = append(errs, fmt.Errorf("column %q: no description", c.Name))
+		}
+		if c.Priority != 0 && c.Priority != 1 {
+			errs = append(errs, fmt.Errorf("column %q: priority %d", c.Name, c.Priority))
+		}
+		if seen[c.Name] {
+			errs = append(errs, fmt.Errorf("duplicate column %q", c.Name))
+		}
+		seen[c.Name] = true
+		if c.Format == "name" {
+			names++
+			if c.Name != "Name" || c.Type != "string" {
+				errs = append(errs, fmt.Errorf("name column is %q/%q", c.Name, c.Type))
+			}
+		}
+	}
+	if names != 1 {
+		errs = append(errs, fmt.Errorf("%d name columns, want 1", names))
+	}
+	return errors.Join(errs...)
 }
 
 // Default is the printer for kinds with no specific one. Like the apiserver's

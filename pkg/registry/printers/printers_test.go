@@ -33,33 +33,9 @@ func TestColumnDefinitions(t *testing.T) {
 	if len(zeroObjects) != len(registry) {
 		t.Errorf("zeroObjects covers %d kinds, registry has %d", len(zeroObjects), len(registry))
 	}
-	validType := map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "date": true}
 	check := func(t *testing.T, p Printer) {
-		names := 0
-		seen := map[string]bool{}
-		for _, c := range p.Columns {
-			if !validType[c.Type] {
-				t.Errorf("column %q: bad type %q", c.Name, c.Type)
-			}
-			if c.Description == "" {
-				t.Errorf("column %q: no description", c.Name)
-			}
-			if c.Priority != 0 && c.Priority != 1 {
-				t.Errorf("column %q: priority %d", c.Name, c.Priority)
-			}
-			if seen[c.Name] {
-				t.Errorf("duplicate column %q", c.Name)
-			}
-			seen[c.Name] = true
-			if c.Format == "name" {
-				names++
-				if c.Name != "Name" || c.Type != "string" {
-					t.Errorf("name column is %q/%q", c.Name, c.Type)
-				}
-			}
-		}
-		if names != 1 {
-			t.Errorf("%d name columns, want 1", names)
+		if err := p.Validate(); err != nil {
+			t.Error(err)
 		}
 	}
 	for gk, obj := range zeroObjects {
