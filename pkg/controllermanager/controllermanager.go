@@ -1,8 +1,9 @@
 // Package controllermanager runs the cluster's controllers as one
 // leader-elected component, as kube-controller-manager does: the table
 // below names each controller and how to build it, Run builds the enabled
-// ones on a shared informer factory each time this process holds the
-// "kube-controller-manager" Lease, and stops them when it loses it.
+// ones on one kit.Context (client, shared informer factory, event
+// broadcaster) each time this process holds the "kube-controller-manager"
+// Lease, and stops them when it loses it, or when one of them fails.
 //
 // It owns the table and the term of leadership; each controller owns its
 // own reconcile loop (pkg/controller/...).
@@ -15,11 +16,9 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -32,6 +31,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/controller/endpointslice"
 	"github.com/minik8s/minik8s/pkg/controller/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/controller/job"
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/namespace"
 	"github.com/minik8s/minik8s/pkg/controller/nodeipam"
 	"github.com/minik8s/minik8s/pkg/controller/nodelifecycle"
@@ -74,88 +74,66 @@ type Options struct {
 	NodeMonitorGracePeriod time.Duration
 }
 
-// buildContext is what a controller's constructor may use: one client and
-// one informer factory shared by all of a term's controllers.
-type buildContext struct {
-	cfg      *Config
-	rest     *rest.Config
-	client   kubernetes.Interface
-	dynamic  dynamic.Interface
-	metadata metadata.Interface
-	factory  informers.SharedInformerFactory
-	log      *slog.Logger
-}
-
 // A controller's start function runs it until ctx ends.
 type startFunc func(ctx context.Context) error
 
-// controllers is the table of built-in controllers, in start order.
+// controllers is the table of built-in controllers, in start order. Each
+// is built from the term's kit.Context (one client, informer factory and
+// event broadcaster for all) and the manager's Config.
 var controllers = []struct {
 	name  string
-	build func(*buildContext) (startFunc, error)
+	build func(*kit.Context, *Config) (startFunc, error)
 }{
-	{"namespace", func(b *buildContext) (startFunc, error) {
-		return namespace.New(b.client, b.dynamic, b.factory, b.log).Start, nil
+	{"namespace", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(namespace.New(kc))
 	}},
-	{"nodeipam", func(b *buildContext) (startFunc, error) {
-		c, err := nodeipam.New(b.client, b.factory, nodeipam.Config{ClusterCIDR: b.cfg.ClusterCIDR, Logger: b.log})
-		return startOf(c, err)
+	{"nodeipam", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+		return startOf(nodeipam.New(kc, nodeipam.Config{ClusterCIDR: cfg.ClusterCIDR}))
 	}},
-	{"csrapproving", func(b *buildContext) (startFunc, error) {
-		c, err := certificates.NewApprover(b.client, b.factory, certificates.Config{Logger: b.log})
-		return startOf(c, err)
+	{"csrapproving", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(certificates.NewApprover(kc, certificates.Config{}))
 	}},
-	{"csrsigning", func(b *buildContext) (startFunc, error) {
-		if b.cfg.CA == nil {
+	{"csrsigning", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+		if cfg.CA == nil {
 			return nil, nil
 		}
-		c, err := certificates.NewSigner(b.client, b.factory, b.cfg.CA, certificates.SignerConfig{Config: certificates.Config{Logger: b.log}})
-		return startOf(c, err)
+		return startOf(certificates.NewSigner(kc, cfg.CA, certificates.SignerConfig{}))
 	}},
-	{"replicaset", func(b *buildContext) (startFunc, error) {
-		cfg := replicaset.DefaultConfig()
-		cfg.Logger = b.log
-		return startOf(replicaset.New(b.client, b.factory, cfg))
+	{"replicaset", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(replicaset.New(kc, replicaset.DefaultConfig()))
 	}},
-	{"deployment", func(b *buildContext) (startFunc, error) {
-		cfg := deployment.DefaultConfig()
-		cfg.Logger = b.log
-		return startOf(deployment.New(b.client, b.factory, cfg))
+	{"deployment", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(deployment.New(kc, deployment.DefaultConfig()))
 	}},
-	{"endpoint", func(b *buildContext) (startFunc, error) {
-		return startOf(endpoints.New(b.client, b.factory, endpoints.Config{Logger: b.log}))
+	{"endpoint", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(endpoints.New(kc, endpoints.Config{}))
 	}},
-	{"endpointslice", func(b *buildContext) (startFunc, error) {
-		return startOf(endpointslice.New(b.client, b.factory, endpointslice.Config{Logger: b.log}))
+	{"endpointslice", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(endpointslice.New(kc, endpointslice.Config{}))
 	}},
-	{"job", func(b *buildContext) (startFunc, error) {
-		return startOf(job.New(b.client, b.factory, job.Config{Logger: b.log}))
+	{"job", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(job.New(kc, job.Config{}))
 	}},
-	{"cronjob", func(b *buildContext) (startFunc, error) {
-		return startOf(cronjob.New(b.client, b.factory, cronjob.Config{Logger: b.log}))
+	{"cronjob", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(cronjob.New(kc, cronjob.Config{}))
 	}},
-	{"ttl-after-finished", func(b *buildContext) (startFunc, error) {
-		return startOf(ttlafterfinished.New(b.client, b.factory, ttlafterfinished.Config{Logger: b.log}))
+	{"ttl-after-finished", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(ttlafterfinished.New(kc, ttlafterfinished.Config{}))
 	}},
-	{"garbagecollector", func(b *buildContext) (startFunc, error) {
-		c, err := garbagecollector.New(b.client, b.metadata, garbagecollector.Config{Logger: b.log})
-		return startOf(c, err)
+	{"garbagecollector", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(garbagecollector.New(kc, garbagecollector.Config{}))
 	}},
-	{"nodelifecycle", func(b *buildContext) (startFunc, error) {
-		c, err := nodelifecycle.New(b.client, b.factory, nodelifecycle.Config{
-			NodeMonitorGracePeriod: b.cfg.NodeMonitorGracePeriod, Logger: b.log,
-		})
-		return startOf(c, err)
+	{"nodelifecycle", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+		return startOf(nodelifecycle.New(kc, nodelifecycle.Config{NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod}))
 	}},
-	{"horizontalpodautoscaling", func(b *buildContext) (startFunc, error) {
-		metrics, err := metricsclient.NewForConfig(b.rest)
+	{"horizontalpodautoscaling", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+		metrics, err := metricsclient.NewForConfig(kc.REST)
 		if err != nil {
 			return nil, err
 		}
-		c, err := podautoscaler.New(b.client, b.factory, podautoscaler.Config{
-			Metrics: podautoscaler.NewMetricsSource(metrics), SyncPeriod: b.cfg.HPASyncPeriod, Logger: b.log,
-		})
-		return startOf(c, err)
+		return startOf(podautoscaler.New(kc, podautoscaler.Config{
+			Metrics: podautoscaler.NewMetricsSource(metrics), SyncPeriod: cfg.HPASyncPeriod,
+		}))
 	}},
 }
 
@@ -208,8 +186,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if !cfg.LeaderElection {
 		return runTerm(ctx, &cfg, rc, client)
 	}
+	// A term that ends with a controller's error ends the campaign too
+	// (releasing the lease for another instance), and Run returns it.
+	campaignCtx, stopCampaign := context.WithCancel(ctx)
+	defer stopCampaign()
 	var termErr error
-	err = lease.Campaign(ctx, lease.Config{
+	err = lease.Campaign(campaignCtx, lease.Config{
 		Client: client, Name: LeaseName,
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 		Logger: cfg.Logger.With("component", "controller-manager"),
@@ -217,6 +199,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err := runTerm(lctx, &cfg, rc, client); err != nil {
 			cfg.Logger.Error("controller manager term ended", "err", err)
 			termErr = err
+			stopCampaign()
 		}
 	})
 	if err != nil {
@@ -225,8 +208,10 @@ func Run(ctx context.Context, cfg Config) error {
 	return termErr
 }
 
-// runTerm builds the enabled controllers on a fresh informer factory and
-// runs them until ctx ends; it returns once all have stopped.
+// runTerm builds the enabled controllers on a fresh kit.Context (a new
+// informer factory and event broadcaster) and runs them until ctx ends;
+// it returns once all have stopped. When one controller fails, the others
+// are stopped and its error is returned.
 func runTerm(ctx context.Context, cfg *Config, rc *rest.Config, client kubernetes.Interface) error {
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
@@ -236,35 +221,20 @@ func runTerm(ctx context.Context, cfg *Config, rc *rest.Config, client kubernete
 	if err != nil {
 		return fmt.Errorf("controller manager client: %w", err)
 	}
-	b := &buildContext{cfg: cfg, rest: rc, client: client, dynamic: dyn, metadata: md,
-		factory: informers.NewSharedInformerFactory(client, 0), log: cfg.Logger}
-	starts := map[string]startFunc{}
+	kc := kit.NewContext(client)
+	kc.Dynamic, kc.Metadata, kc.REST, kc.Logger = dyn, md, rc, cfg.Logger
+	var parts []kit.Part
 	for _, c := range controllers {
 		if slices.Contains(cfg.Disable, c.name) {
 			continue
 		}
-		start, err := c.build(b)
+		start, err := c.build(kc, cfg)
 		if err != nil {
 			return fmt.Errorf("controller %s: %w", c.name, err)
 		}
 		if start != nil {
-			starts[c.name] = start
+			parts = append(parts, kit.Part{Name: c.name, Start: start})
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	b.factory.Start(ctx.Done())
-	defer b.factory.Shutdown()
-	var wg sync.WaitGroup
-	for name, start := range starts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := start(ctx); err != nil && ctx.Err() == nil {
-				cfg.Logger.Error("controller stopped", "controller", name, "err", err)
-			}
-		}()
-	}
-	wg.Wait()
-	return nil
+	return kit.Run(ctx, kc, parts...)
 }

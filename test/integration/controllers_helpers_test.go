@@ -13,10 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/informers"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/controller/deployment"
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/replicaset"
 	"github.com/minik8s/minik8s/pkg/controllermanager"
 )
@@ -34,44 +34,38 @@ func rsStartControllers(t *testing.T, c *cluster, deployments bool) {
 	if !runRS && !runDeploy {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	var starts []func(context.Context) error
+	kc := kit.NewContext(c.client)
+	kc.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var parts []kit.Part
 	if runRS {
-		cfg := replicaset.DefaultConfig()
-		cfg.Logger = log
-		rs, err := replicaset.New(c.client, factory, cfg)
+		rs, err := replicaset.New(kc, replicaset.DefaultConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
-		starts = append(starts, rs.Start)
+		parts = append(parts, kit.Part{Name: "replicaset", Start: rs.Start})
 	}
 	if runDeploy {
-		cfg := deployment.DefaultConfig()
-		cfg.Logger = log
-		d, err := deployment.New(c.client, factory, cfg)
+		d, err := deployment.New(kc, deployment.DefaultConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
-		starts = append(starts, d.Start)
+		parts = append(parts, kit.Part{Name: "deployment", Start: d.Start})
 	}
-	factory.Start(ctx.Done())
-	done := make(chan struct{}, len(starts))
-	for _, start := range starts {
-		go func() {
-			if err := start(ctx); err != nil {
-				t.Errorf("controller stopped: %v", err)
-			}
-			done <- struct{}{}
-		}()
-	}
+	runControllers(t, kc, parts...)
+}
+
+// runControllers runs parts on kc (its informers and events too) until
+// the test ends; a controller that fails fails the test.
+func runControllers(t *testing.T, kc *kit.Context, parts ...kit.Part) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- kit.Run(ctx, kc, parts...) }()
 	t.Cleanup(func() {
 		cancel()
-		for range starts {
-			<-done
+		if err := <-done; err != nil {
+			t.Errorf("controller stopped: %v", err)
 		}
-		factory.Shutdown()
 	})
 }
 

@@ -18,15 +18,15 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/controller/garbagecollector"
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 // startGC runs a garbage collector against the cluster until the test ends.
 func startGC(t *testing.T, c *cluster) {
 	t.Helper()
-	gc, err := garbagecollector.New(c.client, metadata.NewForConfigOrDie(c.config), garbagecollector.Config{
-		ResyncPeriod: 5 * time.Second,
-		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	kc := &kit.Context{Client: c.client, Metadata: metadata.NewForConfigOrDie(c.config),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	gc, err := garbagecollector.New(kc, garbagecollector.Config{ResyncPeriod: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

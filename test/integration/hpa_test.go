@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/podautoscaler"
 	"github.com/minik8s/minik8s/pkg/kubelet/simulated"
 )
@@ -123,26 +123,16 @@ func TestHPA(t *testing.T) {
 // metrics.k8s.io API, evaluating every second, until the test ends.
 func hpaStartController(t *testing.T, c *cluster) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	ctrl, err := podautoscaler.New(c.client, factory, podautoscaler.Config{
+	kc := kit.NewContext(c.client)
+	kc.Logger = slog.New(slog.DiscardHandler)
+	ctrl, err := podautoscaler.New(kc, podautoscaler.Config{
 		Metrics:    podautoscaler.NewMetricsSource(metricsclient.NewForConfigOrDie(c.config)),
 		SyncPeriod: time.Second,
-		Logger:     slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Start(ctx) }()
-	factory.Start(ctx.Done())
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("hpa controller: %v", err)
-		}
-		factory.Shutdown()
-	})
+	runControllers(t, kc, kit.Part{Name: "horizontalpodautoscaling", Start: ctrl.Start})
 }
 
 // hpaDeployment creates a Deployment whose pods are labeled app=name and

@@ -15,13 +15,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/controller/cronjob"
 	"github.com/minik8s/minik8s/pkg/controller/job"
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/ttlafterfinished"
 	"github.com/minik8s/minik8s/pkg/kubelet/simulated"
 )
@@ -35,43 +35,28 @@ import (
 // this must go, or two of each would fight over the same objects.
 func jobStartControllers(t *testing.T, c *cluster, cronClock clock.WithTicker) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	client := kubernetes.NewForConfigOrDie(c.config)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	jc, err := job.New(client, factory, job.Config{BackoffBase: 200 * time.Millisecond, BackoffMax: time.Second, Logger: log})
+	kc := kit.NewContext(kubernetes.NewForConfigOrDie(c.config))
+	kc.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	jc, err := job.New(kc, job.Config{BackoffBase: 200 * time.Millisecond, BackoffMax: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ttl, err := ttlafterfinished.New(client, factory, ttlafterfinished.Config{Logger: log})
+	ttl, err := ttlafterfinished.New(kc, ttlafterfinished.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	starts := []func(context.Context) error{jc.Start, ttl.Start}
+	parts := []kit.Part{{Name: "job", Start: jc.Start}, {Name: "ttl-after-finished", Start: ttl.Start}}
 	if cronClock != nil {
-		cc, err := cronjob.New(client, factory, cronjob.Config{Clock: cronClock, Logger: log})
+		// The same informers and events, on cronClock.
+		onClock := *kc
+		onClock.Clock = cronClock
+		cc, err := cronjob.New(&onClock, cronjob.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		starts = append(starts, cc.Start)
+		parts = append(parts, kit.Part{Name: "cronjob", Start: cc.Start})
 	}
-	factory.Start(ctx.Done())
-	done := make(chan struct{}, len(starts))
-	for _, start := range starts {
-		go func() {
-			if err := start(ctx); err != nil {
-				t.Errorf("controller stopped: %v", err)
-			}
-			done <- struct{}{}
-		}()
-	}
-	t.Cleanup(func() {
-		cancel()
-		for range starts {
-			<-done
-		}
-		factory.Shutdown()
-	})
+	runControllers(t, kc, parts...)
 }
 
 // jobNamespace creates a namespace for one test case.

@@ -12,10 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/nodelifecycle"
 	"github.com/minik8s/minik8s/pkg/kubelet"
 	"github.com/minik8s/minik8s/pkg/kubelet/simulated"
@@ -81,25 +81,15 @@ func (n *nlNode) stop() {
 // startNodeLifecycle runs the controller with a short grace period.
 func startNodeLifecycle(t *testing.T, c *cluster, grace time.Duration) {
 	t.Helper()
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	ctrl, err := nodelifecycle.New(c.client, factory, nodelifecycle.Config{
+	kc := kit.NewContext(c.client)
+	kc.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctrl, err := nodelifecycle.New(kc, nodelifecycle.Config{
 		NodeMonitorPeriod: 500 * time.Millisecond, NodeMonitorGracePeriod: grace, NodeStartupGracePeriod: grace,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("node lifecycle controller: %v", err)
-		}
-		factory.Shutdown()
-	})
+	runControllers(t, kc, kit.Part{Name: "nodelifecycle", Start: ctrl.Start})
 }
 
 func nodeCondition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {

@@ -8,9 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/registry/validation"
 )
 
@@ -18,20 +17,17 @@ import (
 // and from the nodes themselves.
 type Approver struct{ *base }
 
-// NewApprover wires the approver to factory's CSR informer. Nothing runs
-// until Start (the caller starts factory).
-func NewApprover(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Approver, error) {
-	b, err := newBase("csrapproving", client, factory, cfg)
+// NewApprover wires the approver to kc's CSR informer. Nothing runs
+// until Start (kit.Run starts the informers).
+func NewApprover(kc *kit.Context, cfg Config) (*Approver, error) {
+	b, err := newBase("csrapproving", kc, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("csrapproving: %w", err)
 	}
 	a := &Approver{b}
-	b.loop.Reconcile = a.Reconcile
+	b.Loop.Reconcile = a.Reconcile
 	return a, nil
 }
-
-// Start approves until ctx ends.
-func (a *Approver) Start(ctx context.Context) error { return a.loop.Run(ctx) }
 
 // Reconcile approves CSR name if it is pending and the rules allow it.
 func (a *Approver) Reconcile(ctx context.Context, name string) error {
@@ -51,7 +47,7 @@ func (a *Approver) Reconcile(ctx context.Context, name string) error {
 	}
 	ok, why := approval(csr, req)
 	if !ok {
-		a.log.Debug("leaving the request to an administrator", "csr", name, "why", why)
+		a.Log.Debug("leaving the request to an administrator", "csr", name, "why", why)
 		return nil
 	}
 	now := metav1.NewTime(a.now())
@@ -60,13 +56,13 @@ func (a *Approver) Reconcile(ctx context.Context, name string) error {
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
 		Reason: "AutoApproved", Message: why, LastUpdateTime: now, LastTransitionTime: now,
 	})
-	if _, err := a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
+	if _, err := a.Client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("approve %s: %w", name, err)
 	}
-	a.log.Info("approved", "csr", name, "requester", csr.Spec.Username, "subject", req.Subject.String())
+	a.Log.Info("approved", "csr", name, "requester", csr.Spec.Username, "subject", req.Subject.String())
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/bootstrap/token"
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/registry/validation"
 )
@@ -172,11 +173,12 @@ func newHarness(t *testing.T) *harness {
 	h := &harness{client: fake.NewClientset(), ca: ca, now: time.Now().Truncate(time.Second)}
 	factory := informers.NewSharedInformerFactory(h.client, 0)
 	h.indexer = factory.Certificates().V1().CertificateSigningRequests().Informer().GetIndexer()
-	cfg := Config{Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return h.now }}
-	if h.approver, err = NewApprover(h.client, factory, cfg); err != nil {
+	kc := &kit.Context{Client: h.client, Factory: factory, Logger: slog.New(slog.DiscardHandler)}
+	cfg := Config{Now: func() time.Time { return h.now }}
+	if h.approver, err = NewApprover(kc, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if h.signer, err = NewSigner(h.client, factory, ca, SignerConfig{Config: cfg}); err != nil {
+	if h.signer, err = NewSigner(kc, ca, SignerConfig{Config: cfg}); err != nil {
 		t.Fatal(err)
 	}
 	return h

@@ -10,9 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/registry/validation"
 )
 
@@ -40,26 +39,23 @@ type Signer struct {
 	duration time.Duration
 }
 
-// NewSigner wires the signer to factory's CSR informer. Nothing runs until
-// Start (the caller starts factory).
-func NewSigner(client kubernetes.Interface, factory informers.SharedInformerFactory, ca CA, cfg SignerConfig) (*Signer, error) {
+// NewSigner wires the signer to kc's CSR informer. Nothing runs until
+// Start (kit.Run starts the informers).
+func NewSigner(kc *kit.Context, ca CA, cfg SignerConfig) (*Signer, error) {
 	if ca == nil {
 		return nil, fmt.Errorf("csrsigning: a CA is required")
 	}
 	if cfg.Duration <= 0 {
 		cfg.Duration = DefaultDuration
 	}
-	b, err := newBase("csrsigning", client, factory, cfg.Config)
+	b, err := newBase("csrsigning", kc, cfg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("csrsigning: %w", err)
 	}
 	s := &Signer{base: b, ca: ca, duration: cfg.Duration}
-	b.loop.Reconcile = s.Reconcile
+	b.Loop.Reconcile = s.Reconcile
 	return s, nil
 }
-
-// Start signs until ctx ends.
-func (s *Signer) Start(ctx context.Context) error { return s.loop.Run(ctx) }
 
 // Reconcile issues CSR name's certificate once it is approved, or marks it
 // Failed when its request does not fit its signer.
@@ -92,13 +88,13 @@ func (s *Signer) Reconcile(ctx context.Context, name string) error {
 	}
 	csr = csr.DeepCopy()
 	csr.Status.Certificate = certPEM
-	if _, err := s.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
+	if _, err := s.Client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("issue %s: %w", name, err)
 	}
-	s.log.Info("issued", "csr", name, "subject", req.Subject.String(), "validity", validity)
+	s.Log.Info("issued", "csr", name, "subject", req.Subject.String(), "validity", validity)
 	return nil
 }
 
@@ -110,10 +106,10 @@ func (s *Signer) fail(ctx context.Context, csr *certificatesv1.CertificateSignin
 		Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue,
 		Reason: "SignerValidationFailure", Message: why.Error(), LastUpdateTime: now, LastTransitionTime: now,
 	})
-	if _, err := s.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := s.Client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("mark %s failed: %w", csr.Name, err)
 	}
-	s.log.Info("not signing", "csr", csr.Name, "why", why)
+	s.Log.Info("not signing", "csr", csr.Name, "why", why)
 	return nil
 }
 

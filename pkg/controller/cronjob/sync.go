@@ -50,18 +50,18 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (time.Duration, 
 	}
 	cj := shared.DeepCopy()
 	cleaned := c.cleanupFinished(ctx, cj, jobs)
-	requeue, synced, syncErr := c.sync(ctx, cj, jobs, c.clock.Now())
+	requeue, synced, syncErr := c.sync(ctx, cj, jobs, c.Clock.Now())
 	if errors.Is(syncErr, errStaleCache) {
 		return 0, syncErr
 	}
 	if cleaned || synced {
-		if _, err := c.client.BatchV1().CronJobs(ns).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.Client.BatchV1().CronJobs(ns).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
 			return 0, fmt.Errorf("update status of cronjob %s: %w", key, err)
 		}
 	}
 	if requeue > 0 {
 		if syncErr != nil {
-			c.log.Warn("sync failed; retrying at the next scheduled time", "cronjob", key, "err", syncErr)
+			c.Log.Warn("sync failed; retrying at the next scheduled time", "cronjob", key, "err", syncErr)
 		}
 		return requeue, nil
 	}
@@ -81,17 +81,17 @@ func (c *Controller) sync(ctx context.Context, cj *batchv1.CronJob, jobs []*batc
 		case !listed && !done:
 			// Created by someone else (kubectl create job --from), or by
 			// us just now and the cache has not seen the status yet.
-			fresh, err := c.client.BatchV1().CronJobs(cj.Namespace).Get(ctx, cj.Name, metav1.GetOptions{})
+			fresh, err := c.Client.BatchV1().CronJobs(cj.Namespace).Get(ctx, cj.Name, metav1.GetOptions{})
 			if err != nil {
 				return 0, changed, fmt.Errorf("get cronjob: %w", err)
 			}
 			if activeIndex(fresh, j.UID) >= 0 {
 				return 0, changed, errStaleCache
 			}
-			c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", j.Name)
+			c.Recorder.Eventf(cj, corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", j.Name)
 		case listed && done:
 			removeActive(cj, j.UID)
-			c.recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", j.Name, cond)
+			c.Recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", j.Name, cond)
 			changed = true
 		}
 		if done && cond == batchv1.JobComplete && j.Status.CompletionTime != nil {
@@ -106,11 +106,11 @@ func (c *Controller) sync(ctx context.Context, cj *batchv1.CronJob, jobs []*batc
 		if children[ref.UID] {
 			continue
 		}
-		_, err := c.client.BatchV1().Jobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		_, err := c.Client.BatchV1().Jobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			removeActive(cj, ref.UID)
-			c.recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s", ref.Name)
+			c.Recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s", ref.Name)
 			changed = true
 		case err != nil:
 			return 0, changed, fmt.Errorf("get job %s: %w", ref.Name, err)
@@ -122,13 +122,13 @@ func (c *Controller) sync(ctx context.Context, cj *batchv1.CronJob, jobs []*batc
 
 	loc, err := timeZone(cj)
 	if err != nil {
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnknownTimeZone", "invalid timeZone: %q: %s", ptrString(cj.Spec.TimeZone), err)
+		c.Recorder.Eventf(cj, corev1.EventTypeWarning, "UnknownTimeZone", "invalid timeZone: %q: %s", ptrString(cj.Spec.TimeZone), err)
 		return 0, changed, nil
 	}
 	sched, err := parseSchedule(cj.Spec.Schedule, loc)
 	if err != nil {
 		// A user error; nothing to do until the spec changes.
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnparseableSchedule", "unparseable schedule: %q : %s", cj.Spec.Schedule, err)
+		c.Recorder.Eventf(cj, corev1.EventTypeWarning, "UnparseableSchedule", "unparseable schedule: %q : %s", cj.Spec.Schedule, err)
 		return 0, changed, nil
 	}
 	if cj.Spec.Suspend != nil && *cj.Spec.Suspend {
@@ -137,15 +137,15 @@ func (c *Controller) sync(ctx context.Context, cj *batchv1.CronJob, jobs []*batc
 	requeue := sched.requeueAfter(now)
 	scheduled, many := sched.mostRecent(earliest(cj, now), now)
 	if many {
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "TooManyMissedTimes",
+		c.Recorder.Eventf(cj, corev1.EventTypeWarning, "TooManyMissedTimes",
 			"too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
-		c.log.Warn("too many missed start times", "cronjob", cj.Namespace+"/"+cj.Name)
+		c.Log.Warn("too many missed start times", "cronjob", cj.Namespace+"/"+cj.Name)
 	}
 	if scheduled == nil {
 		return requeue, changed, nil
 	}
 	if d := cj.Spec.StartingDeadlineSeconds; d != nil && scheduled.Add(time.Duration(*d)*time.Second).Before(now) {
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", scheduled.UTC().Format(time.RFC1123Z))
+		c.Recorder.Eventf(cj, corev1.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", scheduled.UTC().Format(time.RFC1123Z))
 		return requeue, changed, nil
 	}
 	name := jobName(cj, *scheduled)
@@ -156,7 +156,7 @@ func (c *Controller) sync(ctx context.Context, cj *batchv1.CronJob, jobs []*batc
 	switch cj.Spec.ConcurrencyPolicy {
 	case batchv1.ForbidConcurrent:
 		if len(cj.Status.Active) > 0 {
-			c.recorder.Eventf(cj, corev1.EventTypeNormal, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
+			c.Recorder.Eventf(cj, corev1.EventTypeNormal, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
 			return requeue, changed, nil
 		}
 	case batchv1.ReplaceConcurrent:
@@ -169,14 +169,14 @@ func (c *Controller) sync(ctx context.Context, cj *batchv1.CronJob, jobs []*batc
 	}
 
 	job := jobFromTemplate(cj, *scheduled, loc)
-	created, err := c.client.BatchV1().Jobs(cj.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	created, err := c.Client.BatchV1().Jobs(cj.Namespace).Create(ctx, job, metav1.CreateOptions{})
 	switch {
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		return 0, changed, err
 	case apierrors.IsAlreadyExists(err):
 		// Created by an earlier sync whose status update was lost, or by
 		// someone else.
-		existing, err := c.client.BatchV1().Jobs(cj.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+		existing, err := c.Client.BatchV1().Jobs(cj.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
 		if err != nil {
 			return 0, changed, fmt.Errorf("get job %s: %w", job.Name, err)
 		}
@@ -185,11 +185,11 @@ func (c *Controller) sync(ctx context.Context, cj *batchv1.CronJob, jobs []*batc
 		}
 		created = existing
 	case err != nil:
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job: %v", err)
+		c.Recorder.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job: %v", err)
 		return 0, changed, fmt.Errorf("create job %s: %w", job.Name, err)
 	default:
-		c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", created.Name)
-		c.log.Info("created job", "cronjob", cj.Namespace+"/"+cj.Name, "job", created.Name, "scheduled", scheduled.UTC())
+		c.Recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", created.Name)
+		c.Log.Info("created job", "cronjob", cj.Namespace+"/"+cj.Name, "job", created.Name, "scheduled", scheduled.UTC())
 	}
 	cj.Status.Active = append(cj.Status.Active, corev1.ObjectReference{
 		Kind: "Job", APIVersion: batchv1.SchemeGroupVersion.String(),
@@ -255,7 +255,7 @@ func (c *Controller) removeOldest(ctx context.Context, cj *batchv1.CronJob, jobs
 	changed := false
 	for _, j := range jobs[:extra] {
 		if err := c.deleteJob(ctx, cj, j.Name, j.UID); err != nil {
-			c.log.Warn("deleting old job failed", "cronjob", cj.Namespace+"/"+cj.Name, "job", j.Name, "err", err)
+			c.Log.Warn("deleting old job failed", "cronjob", cj.Namespace+"/"+cj.Name, "job", j.Name, "err", err)
 			continue
 		}
 		changed = true
@@ -286,14 +286,14 @@ func (c *Controller) deleteJob(ctx context.Context, cj *batchv1.CronJob, name st
 	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
-	err := c.client.BatchV1().Jobs(cj.Namespace).Delete(ctx, name, opts)
+	err := c.Client.BatchV1().Jobs(cj.Namespace).Delete(ctx, name, opts)
 	if err != nil && !apierrors.IsNotFound(err) {
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedDelete", "Deleted job: %v", err)
+		c.Recorder.Eventf(cj, corev1.EventTypeWarning, "FailedDelete", "Deleted job: %v", err)
 		return fmt.Errorf("delete job %s: %w", name, err)
 	}
 	removeActive(cj, uid)
 	if err == nil {
-		c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %v", name)
+		c.Recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %v", name)
 	}
 	return nil
 }

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 // created is when the test CronJobs were created: 12:00:00 UTC.
@@ -49,16 +51,16 @@ func newEnv(t *testing.T, now time.Time) *env {
 		return false, nil, nil
 	})
 	factory := informers.NewSharedInformerFactory(e.client, 0)
-	c, err := New(e.client, factory, Config{Clock: e.clock, Logger: slog.New(slog.DiscardHandler)})
+	e.recorder = record.NewFakeRecorder(1000)
+	kc := &kit.Context{Client: e.client, Factory: factory, Clock: e.clock, Logger: slog.New(slog.DiscardHandler), Recorder: e.recorder}
+	c, err := New(kc, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.recorder = record.NewFakeRecorder(1000)
-	c.recorder = e.recorder
 	e.c = c
 	e.cjIdx = factory.Batch().V1().CronJobs().Informer().GetIndexer()
 	e.jobIdx = factory.Batch().V1().Jobs().Informer().GetIndexer()
-	t.Cleanup(c.queue.ShutDown)
+	t.Cleanup(c.Queue.ShutDown)
 	return e
 }
 

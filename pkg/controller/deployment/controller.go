@@ -1,28 +1,19 @@
 package deployment
 
 import (
-	"cmp"
-	"context"
-	"fmt"
-	"log/slog"
+	"errors"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/controller/controllerref"
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
@@ -38,17 +29,11 @@ const (
 // controllerKind is what the ReplicaSets' ownerReferences name.
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
 
-// Config configures the controller.
+// Config configures the controller; the rest comes from the kit.Context
+// (its Clock stamps conditions and measures progress deadlines).
 type Config struct {
 	// Workers is how many Deployments are synced at once (default 5).
 	Workers int
-	Logger  *slog.Logger
-	// Clock stamps conditions and measures progress deadlines; nil
-	// means the real clock.
-	Clock clock.PassiveClock
-	// Recorder receives Events; nil means Events are written to the API
-	// through the controller's client while it runs.
-	Recorder record.EventRecorder
 }
 
 // DefaultConfig is the configuration Kubernetes runs with.
@@ -56,72 +41,40 @@ func DefaultConfig() Config {
 	return Config{Workers: DefaultWorkers}
 }
 
-func (c *Config) complete() error {
-	if c.Workers < 0 {
-		return fmt.Errorf("deployment: workers (%d) must not be negative", c.Workers)
-	}
-	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
-	c.Clock = cmp.Or[clock.PassiveClock](c.Clock, clock.RealClock{})
-	return nil
-}
-
 // Controller rolls Deployments out through ReplicaSets.
 type Controller struct {
-	client    kubernetes.Interface
+	kit.Base
 	dLister   appslisters.DeploymentLister
 	rsLister  appslisters.ReplicaSetLister
 	podLister corelisters.PodLister
-	queue     workqueue.TypedRateLimitingInterface[string]
-	loop      *loop.Loop[string]
-	recorder  record.EventRecorder
-	clock     clock.PassiveClock
-	log       *slog.Logger
 }
 
-// New validates cfg and wires the controller to factory's Deployment,
-// ReplicaSet and Pod informers. Nothing runs until Start (the caller
-// starts factory).
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
-	if err := cfg.complete(); err != nil {
+// New validates cfg and wires the controller to kc's Deployment,
+// ReplicaSet and Pod informers. Nothing runs until Start (kit.Run starts
+// the informers).
+func New(kc *kit.Context, cfg Config) (*Controller, error) {
+	workers, err := kit.Workers("deployment", cfg.Workers, DefaultWorkers)
+	if err != nil {
 		return nil, err
 	}
-	dInf, rsInf, podInf := factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
+	f := kc.Factory
+	dInf, rsInf, podInf := f.Apps().V1().Deployments(), f.Apps().V1().ReplicaSets(), f.Core().V1().Pods()
+	b := kc.NewBase("deployment", "deployment", workers, "deployment-controller")
+	l := b.Loop
 	c := &Controller{
-		client: client, dLister: dInf.Lister(), rsLister: rsInf.Lister(), podLister: podInf.Lister(),
-		queue:    loop.NewQueue[string]("deployment", nil),
-		recorder: cfg.Recorder,
-		clock:    cfg.Clock,
-		log:      cfg.Logger.With("controller", "deployment"),
+		dLister: dInf.Lister(), rsLister: rsInf.Lister(), podLister: podInf.Lister(),
+		Base: b,
 	}
-	c.loop = &loop.Loop[string]{
-		Queue: c.queue, Reconcile: c.Reconcile, Workers: cfg.Workers,
-		Synced: []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		Events: client.CoreV1().Events(""),
-		Logger: c.log, KeyAttr: "deployment", Quiet: apierrors.IsConflict,
-	}
-	if c.recorder == nil {
-		c.loop.Broadcaster = record.NewBroadcaster()
-		c.recorder = c.loop.Broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "deployment-controller"})
-	}
-	if _, err := dInf.Informer().AddEventHandler(loop.KeyHandler(c.queue)); err != nil {
-		return nil, fmt.Errorf("deployment: deployment handler: %w", err)
-	}
-	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.addReplicaSet, UpdateFunc: c.updateReplicaSet, DeleteFunc: c.deleteReplicaSet,
-	}); err != nil {
-		return nil, fmt.Errorf("deployment: replicaset handler: %w", err)
-	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.deletePod}); err != nil {
-		return nil, fmt.Errorf("deployment: pod handler: %w", err)
-	}
-	return c, nil
+	l.Reconcile = c.Reconcile
+	return c, errors.Join(
+		l.Watch(dInf.Informer(), loop.KeyHandler(c.Queue)),
+		l.Watch(rsInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.addReplicaSet, UpdateFunc: c.updateReplicaSet, DeleteFunc: c.deleteReplicaSet,
+		}),
+		l.Watch(podInf.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.deletePod}))
 }
 
-// Start syncs Deployments with Config.Workers workers until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
-
-func (c *Controller) enqueue(obj any) { loop.Enqueue(c.queue, obj) }
+func (c *Controller) enqueue(obj any) { loop.Enqueue(c.Queue, obj) }
 
 // resolve is the Deployment a controller reference in namespace ns
 // names, if it still exists with that UID.

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 // fixture is a controller on a fake clientset whose informer caches the
@@ -46,7 +48,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		return false, nil, nil
 	})
 	f.factory = informers.NewSharedInformerFactory(f.client, 0)
-	c, err := New(f.client, f.factory, Config{Logger: slog.New(slog.DiscardHandler), Clock: f.clock, Recorder: f.recorder})
+	kc := &kit.Context{Client: f.client, Factory: f.factory, Clock: f.clock, Logger: slog.New(slog.DiscardHandler), Recorder: f.recorder}
+	c, err := New(kc, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +218,7 @@ func TestNewDeploymentCreatesReplicaSet(t *testing.T) {
 	if got.Annotations[AnnotationRevision] != "1" {
 		t.Errorf("deployment revision %q, want 1", got.Annotations[AnnotationRevision])
 	}
-	if c := getCondition(got.Status, appsv1.DeploymentProgressing); c == nil || c.Reason != ReasonNewReplicaSetCreated {
+	if c := kit.GetCondition(got.Status.Conditions, appsv1.DeploymentProgressing); c == nil || c.Reason != ReasonNewReplicaSetCreated {
 		t.Errorf("Progressing = %+v, want NewReplicaSetCreated", c)
 	}
 
@@ -227,10 +230,10 @@ func TestNewDeploymentCreatesReplicaSet(t *testing.T) {
 		st.UnavailableReplicas != 0 || st.ObservedGeneration != 1 {
 		t.Errorf("status %+v", st)
 	}
-	if c := getCondition(st, appsv1.DeploymentProgressing); c == nil || c.Reason != ReasonNewReplicaSetAvailable || c.Status != corev1.ConditionTrue {
+	if c := kit.GetCondition(st.Conditions, appsv1.DeploymentProgressing); c == nil || c.Reason != ReasonNewReplicaSetAvailable || c.Status != corev1.ConditionTrue {
 		t.Errorf("Progressing = %+v, want NewReplicaSetAvailable", c)
 	}
-	if c := getCondition(st, appsv1.DeploymentAvailable); c == nil || c.Status != corev1.ConditionTrue {
+	if c := kit.GetCondition(st.Conditions, appsv1.DeploymentAvailable); c == nil || c.Status != corev1.ConditionTrue {
 		t.Errorf("Available = %+v", c)
 	}
 }
@@ -269,7 +272,7 @@ func TestRollingUpdateKeepsAvailability(t *testing.T) {
 	if rss[1].Annotations[AnnotationRevision] != "2" || f.deployment().Annotations[AnnotationRevision] != "2" {
 		t.Errorf("revisions: new rs %q, deployment %q", rss[1].Annotations[AnnotationRevision], f.deployment().Annotations[AnnotationRevision])
 	}
-	if c := getCondition(f.deployment().Status, appsv1.DeploymentProgressing); c == nil || c.Reason != ReasonNewReplicaSetAvailable {
+	if c := kit.GetCondition(f.deployment().Status.Conditions, appsv1.DeploymentProgressing); c == nil || c.Reason != ReasonNewReplicaSetAvailable {
 		t.Errorf("Progressing = %+v", c)
 	}
 	var ups, downs int
@@ -362,7 +365,7 @@ func TestPausedDeploymentScalesButDoesNotRoll(t *testing.T) {
 	if rss := f.replicaSets(); len(rss) != 1 {
 		t.Fatalf("paused deployment rolled out: %v", rsSummary(rss))
 	}
-	if c := getCondition(f.deployment().Status, appsv1.DeploymentProgressing); c == nil || c.Reason != ReasonDeploymentPaused || c.Status != corev1.ConditionUnknown {
+	if c := kit.GetCondition(f.deployment().Status.Conditions, appsv1.DeploymentProgressing); c == nil || c.Reason != ReasonDeploymentPaused || c.Status != corev1.ConditionUnknown {
 		t.Fatalf("Progressing = %+v, want Unknown DeploymentPaused", c)
 	}
 	f.updateDeployment(func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) })
@@ -376,7 +379,7 @@ func TestPausedDeploymentScalesButDoesNotRoll(t *testing.T) {
 	for _, a := range f.client.Actions() {
 		if u, ok := a.(k8stesting.UpdateAction); ok && a.GetSubresource() == "status" {
 			if d, ok := u.GetObject().(*appsv1.Deployment); ok {
-				c := getCondition(d.Status, appsv1.DeploymentProgressing)
+				c := kit.GetCondition(d.Status.Conditions, appsv1.DeploymentProgressing)
 				resumed = resumed || (c != nil && c.Reason == ReasonDeploymentResumed)
 			}
 		}
@@ -387,7 +390,7 @@ func TestPausedDeploymentScalesButDoesNotRoll(t *testing.T) {
 	if rss := f.replicaSets(); len(rss) != 2 {
 		t.Fatalf("resumed deployment did not roll out: %v", rsSummary(rss))
 	}
-	if c := getCondition(f.deployment().Status, appsv1.DeploymentProgressing); c == nil || c.Reason != ReasonNewReplicaSetCreated {
+	if c := kit.GetCondition(f.deployment().Status.Conditions, appsv1.DeploymentProgressing); c == nil || c.Reason != ReasonNewReplicaSetCreated {
 		t.Fatalf("Progressing = %+v, want NewReplicaSetCreated", c)
 	}
 }
@@ -399,12 +402,12 @@ func TestProgressDeadlineExceeded(t *testing.T) {
 	f.sync() // creates the ReplicaSet; its pods never become available
 	f.clock.Step(5 * time.Second)
 	f.sync()
-	if c := getCondition(f.deployment().Status, appsv1.DeploymentProgressing); c == nil || c.Status != corev1.ConditionTrue {
+	if c := kit.GetCondition(f.deployment().Status.Conditions, appsv1.DeploymentProgressing); c == nil || c.Status != corev1.ConditionTrue {
 		t.Fatalf("Progressing before the deadline = %+v", c)
 	}
 	f.clock.Step(10 * time.Second)
 	f.sync()
-	c := getCondition(f.deployment().Status, appsv1.DeploymentProgressing)
+	c := kit.GetCondition(f.deployment().Status.Conditions, appsv1.DeploymentProgressing)
 	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonProgressDeadlineExceeded {
 		t.Fatalf("Progressing after the deadline = %+v, want False ProgressDeadlineExceeded", c)
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 // Condition reasons, as Kubernetes' Deployment controller sets them
@@ -31,41 +33,6 @@ const (
 func newCondition(t appsv1.DeploymentConditionType, status corev1.ConditionStatus, reason, message string, now time.Time) appsv1.DeploymentCondition {
 	ts := metav1.NewTime(now)
 	return appsv1.DeploymentCondition{Type: t, Status: status, Reason: reason, Message: message, LastUpdateTime: ts, LastTransitionTime: ts}
-}
-
-func getCondition(st appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == t {
-			return &st.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// setCondition adds or replaces the condition of c's type. The same
-// status and reason leave it as it is; the same status keeps its
-// transition time.
-func setCondition(st *appsv1.DeploymentStatus, c appsv1.DeploymentCondition) {
-	if cur := getCondition(*st, c.Type); cur != nil {
-		if cur.Status == c.Status && cur.Reason == c.Reason {
-			return
-		}
-		if cur.Status == c.Status {
-			c.LastTransitionTime = cur.LastTransitionTime
-		}
-	}
-	removeCondition(st, c.Type)
-	st.Conditions = append(st.Conditions, c)
-}
-
-func removeCondition(st *appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) {
-	var kept []appsv1.DeploymentCondition
-	for _, c := range st.Conditions {
-		if c.Type != t {
-			kept = append(kept, c)
-		}
-	}
-	st.Conditions = kept
 }
 
 // hasProgressDeadline: progressDeadlineSeconds is set and not "never"
@@ -97,7 +64,7 @@ func deploymentTimedOut(d *appsv1.Deployment, st *appsv1.DeploymentStatus, now t
 	if !hasProgressDeadline(d) {
 		return false
 	}
-	c := getCondition(*st, appsv1.DeploymentProgressing)
+	c := kit.GetCondition(st.Conditions, appsv1.DeploymentProgressing)
 	if c == nil || c.Reason == ReasonNewReplicaSetAvailable {
 		return false
 	}
@@ -124,10 +91,10 @@ func calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *apps
 		Conditions:          append([]appsv1.DeploymentCondition(nil), d.Status.Conditions...),
 	}
 	if available >= desired(d)-maxUnavailable(d) {
-		setCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, ReasonMinimumReplicasAvailable,
+		st.Conditions = kit.SetCondition(st.Conditions, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, ReasonMinimumReplicasAvailable,
 			"Deployment has minimum availability.", now))
 	} else {
-		setCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, ReasonMinimumReplicasUnavailable,
+		st.Conditions = kit.SetCondition(st.Conditions, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, ReasonMinimumReplicasUnavailable,
 			"Deployment does not have minimum availability.", now))
 	}
 	return st
@@ -177,9 +144,9 @@ func replicaFailures(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) []appsv
 func rolloutStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment, now time.Time) appsv1.DeploymentStatus {
 	st := calculateStatus(all, newRS, d, now)
 	if !hasProgressDeadline(d) {
-		removeCondition(&st, appsv1.DeploymentProgressing)
+		st.Conditions = kit.RemoveCondition(st.Conditions, appsv1.DeploymentProgressing)
 	}
-	cur := getCondition(st, appsv1.DeploymentProgressing)
+	cur := kit.GetCondition(st.Conditions, appsv1.DeploymentProgressing)
 	complete := st.Replicas == st.UpdatedReplicas && cur != nil && cur.Reason == ReasonNewReplicaSetAvailable
 	if hasProgressDeadline(d) && !complete {
 		subject := fmt.Sprintf("Deployment %q", d.Name)
@@ -188,7 +155,7 @@ func rolloutStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1
 		}
 		switch {
 		case deploymentComplete(d, &st):
-			setCondition(&st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewReplicaSetAvailable,
+			st.Conditions = kit.SetCondition(st.Conditions, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewReplicaSetAvailable,
 				subject+" has successfully progressed.", now))
 		case deploymentProgressing(d, &st):
 			// Progress refreshes the condition's update time, which is
@@ -197,17 +164,17 @@ func rolloutStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1
 			if cur != nil && cur.Status == corev1.ConditionTrue {
 				c.LastTransitionTime = cur.LastTransitionTime
 			}
-			removeCondition(&st, appsv1.DeploymentProgressing)
+			st.Conditions = kit.RemoveCondition(st.Conditions, appsv1.DeploymentProgressing)
 			st.Conditions = append(st.Conditions, c)
 		case deploymentTimedOut(d, &st, now):
-			setCondition(&st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonProgressDeadlineExceeded,
+			st.Conditions = kit.SetCondition(st.Conditions, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonProgressDeadlineExceeded,
 				subject+" has timed out progressing.", now))
 		}
 	}
 	if failures := replicaFailures(all, newRS); len(failures) > 0 {
-		setCondition(&st, failures[0])
+		st.Conditions = kit.SetCondition(st.Conditions, failures[0])
 	} else {
-		removeCondition(&st, appsv1.DeploymentReplicaFailure)
+		st.Conditions = kit.RemoveCondition(st.Conditions, appsv1.DeploymentReplicaFailure)
 	}
 	return st
 }
@@ -216,7 +183,7 @@ func rolloutStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1
 // looked at again to notice its progress deadline passing; ok is false
 // when no check is due.
 func stuckRecheck(d *appsv1.Deployment, st appsv1.DeploymentStatus, now time.Time) (after time.Duration, ok bool) {
-	c := getCondition(st, appsv1.DeploymentProgressing)
+	c := kit.GetCondition(st.Conditions, appsv1.DeploymentProgressing)
 	if !hasProgressDeadline(d) || c == nil {
 		return 0, false
 	}
@@ -229,15 +196,15 @@ func stuckRecheck(d *appsv1.Deployment, st appsv1.DeploymentStatus, now time.Tim
 // syncRolloutStatus writes rolloutStatus unless the Deployment has it
 // already; then it schedules the deadline check.
 func (c *Controller) syncRolloutStatus(ctx context.Context, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) error {
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	st := rolloutStatus(all, newRS, d, now)
 	if equality.Semantic.DeepEqual(d.Status, st) {
 		if after, ok := stuckRecheck(d, st, now); ok {
 			key := d.Namespace + "/" + d.Name
 			if after < time.Second {
-				c.queue.AddRateLimited(key)
+				c.Queue.AddRateLimited(key)
 			} else {
-				c.queue.AddAfter(key, after)
+				c.Queue.AddAfter(key, after)
 			}
 		}
 		return nil
@@ -249,7 +216,7 @@ func (c *Controller) syncRolloutStatus(ctx context.Context, all []*appsv1.Replic
 // syncDeploymentStatus writes calculateStatus unless the Deployment has
 // it already (scaling and paused Deployments: no Progressing changes).
 func (c *Controller) syncDeploymentStatus(ctx context.Context, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) error {
-	st := calculateStatus(all, newRS, d, c.clock.Now())
+	st := calculateStatus(all, newRS, d, c.Clock.Now())
 	if equality.Semantic.DeepEqual(d.Status, st) {
 		return nil
 	}

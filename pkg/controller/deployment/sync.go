@@ -2,8 +2,6 @@ package deployment
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -17,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/controller/controllerref"
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 // Reconcile moves one Deployment (namespace/name) a step along its
@@ -36,11 +35,11 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	d := cached.DeepCopy()
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
-		c.log.Warn("ignoring deployment with an invalid selector", "deployment", key, "err", err)
+		c.Log.Warn("ignoring deployment with an invalid selector", "deployment", key, "err", err)
 		return nil
 	}
 	if selector.Empty() {
-		c.recorder.Eventf(d, corev1.EventTypeWarning, ReasonSelectingAll, "This deployment is selecting all pods. A non-empty selector is required.")
+		c.Recorder.Eventf(d, corev1.EventTypeWarning, ReasonSelectingAll, "This deployment is selecting all pods. A non-empty selector is required.")
 		if d.Status.ObservedGeneration < d.Generation {
 			d.Status.ObservedGeneration = d.Generation
 			return c.updateStatus(ctx, d)
@@ -89,59 +88,15 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment,
 	if err != nil {
 		return nil, err
 	}
-	canAdopt := controllerref.AdoptionCheck("deployment", d, func() (metav1.Object, error) {
-		return c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-	})
-	var claimed []*appsv1.ReplicaSet
-	var errs []error
-	for _, rs := range all {
-		matches := selector.Matches(labels.Set(rs.Labels))
-		if ref := metav1.GetControllerOf(rs); ref != nil {
-			switch {
-			case ref.UID != d.UID:
-			case matches:
-				claimed = append(claimed, rs)
-			case d.DeletionTimestamp == nil:
-				if err := c.patchOwner(ctx, rs, map[string]any{"$patch": "delete", "uid": d.UID}); err != nil &&
-					!apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
-					errs = append(errs, fmt.Errorf("release replicaset %s/%s: %w", rs.Namespace, rs.Name, err))
-				}
-			}
-			continue
-		}
-		if !matches || d.DeletionTimestamp != nil || rs.DeletionTimestamp != nil {
-			continue
-		}
-		if err := canAdopt(); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		ref := metav1.NewControllerRef(d, controllerKind)
-		if err := c.patchOwner(ctx, rs, map[string]any{
-			"apiVersion": ref.APIVersion, "kind": ref.Kind, "name": ref.Name, "uid": ref.UID,
-			"controller": true, "blockOwnerDeletion": true,
-		}); err != nil {
-			if !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("adopt replicaset %s/%s: %w", rs.Namespace, rs.Name, err))
-			}
-			continue
-		}
-		c.log.Info("adopted replicaset", "deployment", d.Namespace+"/"+d.Name, "replicaset", rs.Name)
-		claimed = append(claimed, rs)
+	m := &controllerref.Claimer[*appsv1.ReplicaSet]{
+		Owner: d, Kind: controllerKind, Selector: selector,
+		Get: func(ctx context.Context) (metav1.Object, error) {
+			return c.Client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+		},
+		Patch:     controllerref.PatchWith(c.Client.AppsV1().ReplicaSets(d.Namespace).Patch),
+		Dependent: "replicaset", Logger: c.Log,
 	}
-	return claimed, errors.Join(errs...)
-}
-
-// patchOwner applies a strategic merge patch of one ownerReference to
-// rs; rs's UID in the patch makes it fail on a ReplicaSet recreated
-// under the same name.
-func (c *Controller) patchOwner(ctx context.Context, rs *appsv1.ReplicaSet, ref map[string]any) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []any{ref}, "uid": rs.UID}})
-	if err != nil {
-		return err
-	}
-	_, err = c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	return err
+	return m.Claim(ctx, all)
 }
 
 // podsByReplicaSet groups the pods d selects by the ReplicaSet (of
@@ -186,7 +141,7 @@ func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 		annotationsChanged := setNewReplicaSetAnnotations(d, rs, newRevision, true)
 		if annotationsChanged || rs.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
 			rs.Spec.MinReadySeconds = d.Spec.MinReadySeconds
-			updated, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, rs, metav1.UpdateOptions{})
+			updated, err := c.Client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, rs, metav1.UpdateOptions{})
 			if err != nil {
 				return nil, fmt.Errorf("update replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 			}
@@ -201,9 +156,9 @@ func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 		if err := c.setRevision(ctx, d, rs.Annotations[AnnotationRevision]); err != nil {
 			return nil, err
 		}
-		if hasProgressDeadline(d) && getCondition(d.Status, appsv1.DeploymentProgressing) == nil {
-			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonFoundNewReplicaSet,
-				fmt.Sprintf("Found new replica set %q", rs.Name), c.clock.Now()))
+		if hasProgressDeadline(d) && kit.GetCondition(d.Status.Conditions, appsv1.DeploymentProgressing) == nil {
+			d.Status.Conditions = kit.SetCondition(d.Status.Conditions, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonFoundNewReplicaSet,
+				fmt.Sprintf("Found new replica set %q", rs.Name), c.Clock.Now()))
 			if err := c.updateStatus(ctx, d); err != nil {
 				return nil, err
 			}
@@ -235,7 +190,7 @@ func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 	rs.Spec.Replicas = ptr.To(size)
 	setNewReplicaSetAnnotations(d, rs, newRevision, false)
 
-	created, err := c.client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
+	created, err := c.Client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
 	existed := false
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -243,7 +198,7 @@ func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 		found, getErr := c.rsLister.ReplicaSets(d.Namespace).Get(rs.Name)
 		if apierrors.IsNotFound(getErr) {
 			// Ours from a moment ago, not yet in the cache?
-			found, getErr = c.client.AppsV1().ReplicaSets(d.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+			found, getErr = c.Client.AppsV1().ReplicaSets(d.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		}
 		if getErr != nil {
 			return nil, getErr
@@ -259,7 +214,7 @@ func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 		}
 		*d.Status.CollisionCount++
 		if uerr := c.updateStatus(ctx, d); uerr == nil {
-			c.log.Info("pod-template-hash collision", "deployment", d.Namespace+"/"+d.Name, "replicaset", rs.Name,
+			c.Log.Info("pod-template-hash collision", "deployment", d.Namespace+"/"+d.Name, "replicaset", rs.Name,
 				"collisionCount", *d.Status.CollisionCount)
 		}
 		return nil, err
@@ -268,22 +223,22 @@ func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 	case err != nil:
 		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
 		if hasProgressDeadline(d) {
-			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonReplicaSetCreateError, msg, c.clock.Now()))
+			d.Status.Conditions = kit.SetCondition(d.Status.Conditions, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonReplicaSetCreateError, msg, c.Clock.Now()))
 			// Best effort: the create error is what gets retried.
 			_ = c.updateStatus(ctx, d)
 		}
-		c.recorder.Event(d, corev1.EventTypeWarning, ReasonReplicaSetCreateError, msg)
+		c.Recorder.Event(d, corev1.EventTypeWarning, ReasonReplicaSetCreateError, msg)
 		return nil, err
 	}
 	if !existed && size > 0 {
-		c.recorder.Eventf(d, corev1.EventTypeNormal, ReasonScalingReplicaSet, "Scaled up replica set %s from 0 to %d", created.Name, size)
+		c.Recorder.Eventf(d, corev1.EventTypeNormal, ReasonScalingReplicaSet, "Scaled up replica set %s from 0 to %d", created.Name, size)
 	}
 	if err := c.setRevision(ctx, d, newRevision); err != nil {
 		return nil, err
 	}
 	if !existed && hasProgressDeadline(d) {
-		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewReplicaSetCreated,
-			fmt.Sprintf("Created new replica set %q", created.Name), c.clock.Now()))
+		d.Status.Conditions = kit.SetCondition(d.Status.Conditions, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewReplicaSetCreated,
+			fmt.Sprintf("Created new replica set %q", created.Name), c.Clock.Now()))
 		if err := c.updateStatus(ctx, d); err != nil {
 			return nil, err
 		}
@@ -303,7 +258,7 @@ func (c *Controller) setRevision(ctx context.Context, d *appsv1.Deployment, revi
 		u.Annotations = map[string]string{}
 	}
 	u.Annotations[AnnotationRevision] = revision
-	stored, err := c.client.AppsV1().Deployments(d.Namespace).Update(ctx, u, metav1.UpdateOptions{})
+	stored, err := c.Client.AppsV1().Deployments(d.Namespace).Update(ctx, u, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("set revision of deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
@@ -314,7 +269,7 @@ func (c *Controller) setRevision(ctx context.Context, d *appsv1.Deployment, revi
 // updateStatus writes d's status; d takes the stored object's metadata
 // and status.
 func (c *Controller) updateStatus(ctx context.Context, d *appsv1.Deployment) error {
-	stored, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	stored, err := c.Client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("update status of deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
@@ -333,12 +288,12 @@ func (c *Controller) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet,
 	u := rs.DeepCopy()
 	u.Spec.Replicas = ptr.To(size)
 	setReplicasAnnotations(u, desired(d), desired(d)+maxSurge(d))
-	stored, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, u, metav1.UpdateOptions{})
+	stored, err := c.Client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, u, metav1.UpdateOptions{})
 	if err != nil {
 		return false, nil, fmt.Errorf("scale replicaset %s/%s to %d: %w", rs.Namespace, rs.Name, size, err)
 	}
 	if resize {
-		c.recorder.Eventf(d, corev1.EventTypeNormal, ReasonScalingReplicaSet, "Scaled %s replica set %s from %d to %d",
+		c.Recorder.Eventf(d, corev1.EventTypeNormal, ReasonScalingReplicaSet, "Scaled %s replica set %s from %d to %d",
 			direction, rs.Name, replicas(rs), size)
 	}
 	return resize, stored, nil
@@ -377,18 +332,18 @@ func (c *Controller) checkPausedConditions(ctx context.Context, d *appsv1.Deploy
 	if !hasProgressDeadline(d) {
 		return nil
 	}
-	cond := getCondition(d.Status, appsv1.DeploymentProgressing)
+	cond := kit.GetCondition(d.Status.Conditions, appsv1.DeploymentProgressing)
 	if cond != nil && cond.Reason == ReasonProgressDeadlineExceeded {
 		return nil
 	}
 	pausedShown := cond != nil && cond.Reason == ReasonDeploymentPaused
 	switch {
 	case d.Spec.Paused && !pausedShown:
-		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonDeploymentPaused,
-			"Deployment is paused", c.clock.Now()))
+		d.Status.Conditions = kit.SetCondition(d.Status.Conditions, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonDeploymentPaused,
+			"Deployment is paused", c.Clock.Now()))
 	case !d.Spec.Paused && pausedShown:
-		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonDeploymentResumed,
-			"Deployment is resumed", c.clock.Now()))
+		d.Status.Conditions = kit.SetCondition(d.Status.Conditions, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonDeploymentResumed,
+			"Deployment is resumed", c.Clock.Now()))
 	default:
 		return nil
 	}
@@ -454,13 +409,13 @@ func (c *Controller) cleanup(ctx context.Context, d *appsv1.Deployment, old []*a
 		return nil
 	}
 	for _, rs := range revisionsToDelete(old, *d.Spec.RevisionHistoryLimit) {
-		err := c.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{
+		err := c.Client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &rs.UID},
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete old replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 		}
-		c.log.Info("deleted old replicaset", "deployment", d.Namespace+"/"+d.Name, "replicaset", rs.Name, "revision", revision(rs))
+		c.Log.Info("deleted old replicaset", "deployment", d.Namespace+"/"+d.Name, "replicaset", rs.Name, "revision", revision(rs))
 	}
 	return nil
 }

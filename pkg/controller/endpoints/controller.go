@@ -1,116 +1,73 @@
 package endpoints
 
 import (
-	"cmp"
-	"context"
-	"fmt"
-	"log/slog"
+	"errors"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // DefaultWorkers is kube-controller-manager's --concurrent-endpoint-syncs.
 const DefaultWorkers = 5
 
-// Config configures the controller.
+// Config configures the controller; the rest comes from the kit.Context
+// (its Clock stamps the last-change-trigger-time annotation).
 type Config struct {
 	// Workers is how many Services are synced at once (default 5).
 	Workers int
-	Logger  *slog.Logger
-	// Clock stamps the last-change-trigger-time annotation; nil means the
-	// real clock.
-	Clock clock.PassiveClock
-}
-
-func (c *Config) complete() error {
-	if c.Workers < 0 {
-		return fmt.Errorf("endpoints: workers (%d) must not be negative", c.Workers)
-	}
-	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
-	c.Clock = cmp.Or[clock.PassiveClock](c.Clock, clock.RealClock{})
-	return nil
 }
 
 // Controller keeps the Endpoints of every Service with a selector.
 type Controller struct {
-	client     kubernetes.Interface
+	kit.Base
 	svcLister  corelisters.ServiceLister
 	podLister  corelisters.PodLister
 	epLister   corelisters.EndpointsLister
-	queue      workqueue.TypedRateLimitingInterface[string]
-	loop       *loop.Loop[string]
-	clock      clock.PassiveClock
-	log        *slog.Logger
 	triggersMu sync.Mutex
 	// triggers holds, per Service key, when the oldest change not yet
 	// written to its Endpoints was seen.
 	triggers map[string]time.Time
 }
 
-// New validates cfg and wires the controller to factory's Service, Pod
-// and Endpoints informers. Nothing runs until Start (the caller starts
-// factory).
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
-	if err := cfg.complete(); err != nil {
+// New validates cfg and wires the controller to kc's Service, Pod and
+// Endpoints informers. Nothing runs until Start (kit.Run starts the
+// informers).
+func New(kc *kit.Context, cfg Config) (*Controller, error) {
+	workers, err := kit.Workers("endpoints", cfg.Workers, DefaultWorkers)
+	if err != nil {
 		return nil, err
 	}
-	svcInf, podInf, epInf := factory.Core().V1().Services(), factory.Core().V1().Pods(), factory.Core().V1().Endpoints()
+	svcInf, podInf, epInf := kc.Factory.Core().V1().Services(), kc.Factory.Core().V1().Pods(), kc.Factory.Core().V1().Endpoints()
+	b := kc.NewBase("endpoint", "service", workers, "")
+	l := b.Loop
 	c := &Controller{
-		client: client, svcLister: svcInf.Lister(), podLister: podInf.Lister(), epLister: epInf.Lister(),
-		queue:    loop.NewQueue[string]("endpoint", nil),
-		clock:    cfg.Clock,
-		log:      cfg.Logger.With("controller", "endpoint"),
+		svcLister: svcInf.Lister(), podLister: podInf.Lister(), epLister: epInf.Lister(),
+		Base:     b,
 		triggers: map[string]time.Time{},
 	}
-	c.loop = &loop.Loop[string]{
-		Queue: c.queue, Reconcile: c.Reconcile, Workers: cfg.Workers,
-		Synced: []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, epInf.Informer().HasSynced},
-		Logger: c.log, KeyAttr: "service", Quiet: func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) },
-	}
-	if _, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.changed,
-		UpdateFunc: func(_, cur any) { c.changed(cur) },
-		DeleteFunc: c.changed,
-	}); err != nil {
-		return nil, fmt.Errorf("endpoints: service handler: %w", err)
-	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.podChanged(nil, obj) },
-		UpdateFunc: func(old, cur any) {
-			if old.(*corev1.Pod).ResourceVersion != cur.(*corev1.Pod).ResourceVersion {
-				c.podChanged(old, cur)
-			}
-		},
-		DeleteFunc: func(obj any) { c.podChanged(nil, obj) },
-	}); err != nil {
-		return nil, fmt.Errorf("endpoints: pod handler: %w", err)
-	}
-	// An Endpoints object deleted or changed behind the controller's back
-	// is put right by syncing its Service again.
-	if _, err := epInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, cur any) { loop.Enqueue(c.queue, cur) },
-		DeleteFunc: func(obj any) { loop.Enqueue(c.queue, obj) },
-	}); err != nil {
-		return nil, fmt.Errorf("endpoints: endpoints handler: %w", err)
-	}
-	return c, nil
+	l.Reconcile = c.Reconcile
+	l.Quiet = func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+	return c, errors.Join(
+		l.Watch(svcInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.changed,
+			UpdateFunc: func(_, cur any) { c.changed(cur) },
+			DeleteFunc: c.changed,
+		}),
+		l.Watch(podInf.Informer(), kit.PodServicesHandler(c.svcLister, func(svc *corev1.Service) { c.changed(svc) })),
+		// An Endpoints object deleted or changed behind the controller's
+		// back is put right by syncing its Service again.
+		l.Watch(epInf.Informer(), cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, cur any) { loop.Enqueue(c.Queue, cur) },
+			DeleteFunc: func(obj any) { loop.Enqueue(c.Queue, obj) },
+		}))
 }
-
-// Start syncs Endpoints with Config.Workers workers until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 // changed queues a Service (or its key, on deletion) and notes when.
 func (c *Controller) changed(obj any) {
@@ -119,14 +76,14 @@ func (c *Controller) changed(obj any) {
 		return
 	}
 	c.noteTrigger(key)
-	c.queue.Add(key)
+	c.Queue.Add(key)
 }
 
 func (c *Controller) noteTrigger(key string) {
 	c.triggersMu.Lock()
 	defer c.triggersMu.Unlock()
 	if _, ok := c.triggers[key]; !ok {
-		c.triggers[key] = c.clock.Now()
+		c.triggers[key] = c.Clock.Now()
 	}
 }
 
@@ -150,31 +107,5 @@ func (c *Controller) putTrigger(key string, t time.Time) {
 	defer c.triggersMu.Unlock()
 	if cur, ok := c.triggers[key]; !ok || t.Before(cur) {
 		c.triggers[key] = t
-	}
-}
-
-// podChanged queues the Services whose selector matches the pod's old or
-// new labels.
-func (c *Controller) podChanged(old, cur any) {
-	pod, ok := loop.As[*corev1.Pod](cur)
-	if !ok {
-		return
-	}
-	var oldLabels labels.Set
-	if o, ok := old.(*corev1.Pod); ok {
-		oldLabels = o.Labels
-	}
-	svcs, err := c.svcLister.Services(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, svc := range svcs {
-		if len(svc.Spec.Selector) == 0 {
-			continue
-		}
-		sel := labels.SelectorFromValidatedSet(svc.Spec.Selector)
-		if sel.Matches(labels.Set(pod.Labels)) || (oldLabels != nil && sel.Matches(oldLabels)) {
-			c.changed(svc)
-		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 func service(mutate ...func(*corev1.Service)) *corev1.Service {
@@ -118,7 +120,7 @@ func newController(t *testing.T, objs ...any) (*Controller, *fake.Clientset, inf
 	t.Helper()
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, factory, Config{Clock: clocktesting.NewFakePassiveClock(time.Unix(100, 0))})
+	c, err := New(&kit.Context{Client: client, Factory: factory, Clock: clocktesting.NewFakeClock(time.Unix(100, 0))}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,17 +216,21 @@ func TestPodChangedQueuesMatchingServices(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for c.queue.Len() > 0 {
-				k, _ := c.queue.Get()
-				c.queue.Done(k)
+			for c.Queue.Len() > 0 {
+				k, _ := c.Queue.Get()
+				c.Queue.Done(k)
 			}
 			cur := pod("a", "10.0.0.1", true, func(p *corev1.Pod) { p.Labels = tt.cur })
-			var old any
+			// The handler the controller watches pods with.
+			h := kit.PodServicesHandler(c.svcLister, func(svc *corev1.Service) { c.changed(svc) })
 			if tt.old != nil {
-				old = pod("a", "10.0.0.1", true, func(p *corev1.Pod) { p.Labels = tt.old })
+				old := pod("a", "10.0.0.1", true, func(p *corev1.Pod) { p.Labels = tt.old })
+				cur.ResourceVersion = "2" // an update, not a resync
+				h.OnUpdate(old, cur)
+			} else {
+				h.OnAdd(cur, false)
 			}
-			c.podChanged(old, cur)
-			if got := c.queue.Len(); got != tt.want {
+			if got := c.Queue.Len(); got != tt.want {
 				t.Errorf("queued %d services, want %d", got, tt.want)
 			}
 		})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 	"time"
@@ -47,7 +46,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 func (c *Controller) sync(ctx context.Context, ns, name string, trigger time.Time) error {
 	svc, err := c.svcLister.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		err = c.client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		err = c.Client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete endpoints %s/%s: %w", ns, name, err)
 		}
@@ -88,9 +87,9 @@ func (c *Controller) sync(ctx context.Context, ns, name string, trigger time.Tim
 		delete(want.Annotations, AnnotationLastChangeTriggerTime)
 	}
 	if cur == nil {
-		_, err = c.client.CoreV1().Endpoints(ns).Create(ctx, want, metav1.CreateOptions{})
+		_, err = c.Client.CoreV1().Endpoints(ns).Create(ctx, want, metav1.CreateOptions{})
 	} else {
-		_, err = c.client.CoreV1().Endpoints(ns).Update(ctx, want, metav1.UpdateOptions{})
+		_, err = c.Client.CoreV1().Endpoints(ns).Update(ctx, want, metav1.UpdateOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("write endpoints %s/%s: %w", ns, name, err)
@@ -234,27 +233,11 @@ func podIP(svc *corev1.Service, pod *corev1.Pod) string {
 	var wantV6 bool
 	switch {
 	case svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone:
-		wantV6 = isV6(svc.Spec.ClusterIP)
+		wantV6 = podutil.IsV6(svc.Spec.ClusterIP)
 	case len(svc.Spec.IPFamilies) > 0:
 		wantV6 = svc.Spec.IPFamilies[0] == corev1.IPv6Protocol
 	default:
 		return pod.Status.PodIP
 	}
-	if len(pod.Status.PodIPs) == 0 {
-		if isV6(pod.Status.PodIP) == wantV6 {
-			return pod.Status.PodIP
-		}
-		return ""
-	}
-	for _, ip := range pod.Status.PodIPs {
-		if isV6(ip.IP) == wantV6 {
-			return ip.IP
-		}
-	}
-	return ""
-}
-
-func isV6(ip string) bool {
-	p := net.ParseIP(ip)
-	return p != nil && p.To4() == nil
+	return podutil.IPOfFamily(pod, wantV6)
 }

@@ -17,6 +17,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 func service(mutate ...func(*corev1.Service)) *corev1.Service {
@@ -73,7 +75,7 @@ func newFixture(t *testing.T, max int) *fixture {
 		return false, nil, nil
 	})
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, factory, Config{MaxEndpointsPerSlice: max, Clock: clocktesting.NewFakePassiveClock(time.Unix(0, 0))})
+	c, err := New(&kit.Context{Client: client, Factory: factory, Clock: clocktesting.NewFakeClock(time.Unix(0, 0))}, Config{MaxEndpointsPerSlice: max})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 
@@ -98,7 +97,7 @@ func AddressTypes(svc *corev1.Service) []discoveryv1.AddressType {
 	case len(out) > 0:
 		return out
 	case svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone:
-		if isV6(svc.Spec.ClusterIP) {
+		if podutil.IsV6(svc.Spec.ClusterIP) {
 			return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv6}
 		}
 		return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4}
@@ -193,24 +192,7 @@ func epKey(ep discoveryv1.Endpoint) string {
 }
 
 func podIP(pod *corev1.Pod, at discoveryv1.AddressType) string {
-	want6 := at == discoveryv1.AddressTypeIPv6
-	if len(pod.Status.PodIPs) == 0 {
-		if pod.Status.PodIP != "" && isV6(pod.Status.PodIP) == want6 {
-			return pod.Status.PodIP
-		}
-		return ""
-	}
-	for _, ip := range pod.Status.PodIPs {
-		if isV6(ip.IP) == want6 {
-			return ip.IP
-		}
-	}
-	return ""
-}
-
-func isV6(ip string) bool {
-	p := net.ParseIP(ip)
-	return p != nil && p.To4() == nil
+	return podutil.IPOfFamily(pod, at == discoveryv1.AddressTypeIPv6)
 }
 
 // plan is the writes that bring a Service's slices to the desired state.
@@ -380,7 +362,7 @@ func (c *Controller) setMeta(svc *corev1.Service, s *discoveryv1.EndpointSlice) 
 // apply makes p's writes: creations and updates before deletions, so the
 // Service's endpoints never all vanish at once.
 func (c *Controller) apply(ctx context.Context, key string, p plan) error {
-	api := c.client.DiscoveryV1().EndpointSlices
+	api := c.Client.DiscoveryV1().EndpointSlices
 	var errs []error
 	for _, s := range p.creates {
 		got, err := api(s.Namespace).Create(ctx, s, metav1.CreateOptions{})

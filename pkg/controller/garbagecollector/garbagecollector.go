@@ -16,12 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
@@ -47,7 +47,6 @@ type Config struct {
 	Workers int
 	// IgnoredResources are not watched (default DefaultIgnoredResources).
 	IgnoredResources []schema.GroupResource
-	Logger           *slog.Logger
 }
 
 func (c *Config) complete() error {
@@ -59,7 +58,6 @@ func (c *Config) complete() error {
 	if c.IgnoredResources == nil {
 		c.IgnoredResources = DefaultIgnoredResources
 	}
-	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return nil
 }
 
@@ -90,11 +88,12 @@ type monitor struct {
 }
 
 // New validates cfg. The collector discovers and watches resources once
-// started; client serves discovery, md everything else.
-func New(client kubernetes.Interface, md metadata.Interface, cfg Config) (*Controller, error) {
+// started; kc.Client serves discovery, kc.Metadata everything else.
+func New(kc *kit.Context, cfg Config) (*Controller, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
+	client, md := kc.Client, kc.Metadata
 	if client == nil || md == nil {
 		return nil, errors.New("garbagecollector: a client and a metadata client are required")
 	}
@@ -102,7 +101,7 @@ func New(client kubernetes.Interface, md metadata.Interface, cfg Config) (*Contr
 		cfg: cfg, discovery: client.Discovery(), metadata: md, graph: newGraph(),
 		attemptToDelete: loop.NewQueue[types.UID]("garbage_collector_attempt_to_delete", nil),
 		attemptToOrphan: loop.NewQueue[types.UID]("garbage_collector_attempt_to_orphan", nil),
-		log:             cfg.Logger.With("controller", "garbagecollector"),
+		log:             cmp.Or(kc.Logger, slog.Default()).With("controller", "garbagecollector"),
 		monitors:        map[schema.GroupVersionResource]*monitor{},
 		kinds:           &kindMap{},
 	}

@@ -16,6 +16,8 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 var (
@@ -69,7 +71,7 @@ func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *meta
 			{Name: "nodes", Kind: "Node", Verbs: all},
 		},
 	}}
-	c, err := New(client, md, Config{Logger: slog.New(slog.DiscardHandler)})
+	c, err := New(&kit.Context{Client: client, Metadata: md, Logger: slog.New(slog.DiscardHandler)}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

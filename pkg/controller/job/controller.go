@@ -3,8 +3,8 @@ package job
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
 	"reflect"
 	"time"
 
@@ -13,125 +13,99 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/controller/controllerref"
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // DefaultWorkers is kube-controller-manager's --concurrent-job-syncs.
 const DefaultWorkers = 5
 
-// Config configures the controller.
+// Config configures the controller; the rest comes from the kit.Context
+// (its Clock is the time source for start and completion times,
+// deadlines and back-off, and the work queues' delays).
 type Config struct {
 	// Workers is how many Jobs are synced at once (default 5).
 	Workers int
-	// Clock is the time source for start and completion times, deadlines
-	// and back-off, and the work queue's delays (default the real clock).
-	Clock clock.WithTicker
 	// BackoffBase and BackoffMax bound the delay before a failed Pod is
 	// replaced: BackoffBase after the first failure, doubled after each
 	// further one, at most BackoffMax (defaults 10s and 6m).
 	BackoffBase, BackoffMax time.Duration
-	Logger                  *slog.Logger
 }
 
-func (c *Config) complete() error {
-	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
-	if c.Workers < 0 {
-		return fmt.Errorf("job controller: workers %d: want at least 1", c.Workers)
+func (c *Config) complete() (err error) {
+	if c.Workers, err = kit.Workers("job controller", c.Workers, DefaultWorkers); err != nil {
+		return err
 	}
-	c.Clock = cmp.Or[clock.WithTicker](c.Clock, clock.RealClock{})
 	c.BackoffBase = cmp.Or(c.BackoffBase, DefaultBackoffBase)
 	c.BackoffMax = cmp.Or(c.BackoffMax, DefaultBackoffMax)
 	if c.BackoffBase < 0 || c.BackoffMax < c.BackoffBase {
 		return fmt.Errorf("job controller: back-off %v up to %v: want 0 < base <= max", c.BackoffBase, c.BackoffMax)
 	}
-	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return nil
 }
 
 // Controller runs the Pods of Jobs and keeps their status.
 type Controller struct {
+	kit.Base
 	cfg        Config
-	client     kubernetes.Interface
 	jobs       batchlisters.JobLister
 	pods       corelisters.PodLister
-	queue      workqueue.TypedRateLimitingInterface[string]
 	orphans    workqueue.TypedRateLimitingInterface[string] // Pod keys
-	loop       *loop.Loop[string]
-	expect     *expectations
+	expect     *kit.Expectations
 	finalizers *finalizerExpectations
 	backoff    *backoffStore
-	clock      clock.WithTicker
-	recorder   record.EventRecorder
-	log        *slog.Logger
 }
 
-// New validates cfg and wires the controller to factory's Job and Pod
-// informers. Nothing runs until Start (the caller starts factory).
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
+// New validates cfg and wires the controller to kc's Job and Pod
+// informers. Nothing runs until Start (kit.Run starts the informers).
+func New(kc *kit.Context, cfg Config) (*Controller, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
-	jobInf, podInf := factory.Batch().V1().Jobs(), factory.Core().V1().Pods()
-	broadcaster := record.NewBroadcaster()
+	jobInf, podInf := kc.Factory.Batch().V1().Jobs(), kc.Factory.Core().V1().Pods()
+	b := kc.NewBase("job", "job", cfg.Workers, "job-controller")
+	l := b.Loop
 	c := &Controller{
-		cfg: cfg, client: client,
-		jobs: jobInf.Lister(), pods: podInf.Lister(),
-		queue:      loop.NewQueue[string]("job", cfg.Clock),
-		orphans:    loop.NewQueue[string]("job_orphan_pod", cfg.Clock),
-		expect:     newExpectations(cfg.Clock),
+		cfg: cfg, jobs: jobInf.Lister(), pods: podInf.Lister(),
+		Base:       b,
+		orphans:    loop.NewQueue[string]("job_orphan_pod", kc.Clock),
+		expect:     kit.NewExpectations(kc.Clock),
 		finalizers: newFinalizerExpectations(),
 		backoff:    newBackoffStore(),
-		clock:      cfg.Clock,
-		recorder:   broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "job-controller"}),
-		log:        cfg.Logger.With("controller", "job"),
 	}
 	// Orphan pods lose their tracking finalizer one at a time.
 	orphans := &loop.Loop[string]{
 		Queue: c.orphans, Reconcile: c.releaseOrphan,
-		Logger: c.log.With("queue", "job_orphan_pod"), KeyAttr: "pod",
+		Logger: c.Log.With("queue", "job_orphan_pod"), KeyAttr: "pod",
 	}
-	c.loop = &loop.Loop[string]{
-		Queue: c.queue, Reconcile: c.Reconcile, Workers: cfg.Workers,
-		Synced:      []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		Broadcaster: broadcaster, Events: client.CoreV1().Events(""),
-		Also:   []func(context.Context){orphans.Work},
-		Logger: c.log, KeyAttr: "job", Quiet: apierrors.IsConflict,
-	}
-	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueJob,
-		UpdateFunc: func(_, cur any) { c.enqueueJob(cur) },
-		DeleteFunc: c.jobDeleted,
-	}); err != nil {
-		return nil, fmt.Errorf("job controller: job handler: %w", err)
-	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.podAdded,
-		UpdateFunc: c.podUpdated,
-		DeleteFunc: c.podDeleted,
-	}); err != nil {
-		return nil, fmt.Errorf("job controller: pod handler: %w", err)
-	}
-	return c, nil
+	l.Reconcile = c.Reconcile
+	l.Also = []func(context.Context){orphans.Work}
+	return c, errors.Join(
+		l.Watch(jobInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueueJob,
+			UpdateFunc: func(_, cur any) { c.enqueueJob(cur) },
+			DeleteFunc: c.jobDeleted,
+		}),
+		l.Watch(podInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.podAdded,
+			UpdateFunc: c.podUpdated,
+			DeleteFunc: c.podDeleted,
+		}))
 }
 
 // Start runs the workers until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
 	defer c.orphans.ShutDown()
-	return c.loop.Run(ctx)
+	return c.Loop.Run(ctx)
 }
 
-func (c *Controller) enqueueJob(obj any) { loop.Enqueue(c.queue, obj) }
+func (c *Controller) enqueueJob(obj any) { loop.Enqueue(c.Queue, obj) }
 
 // jobDeleted forgets the Job and lets go of its Pods' finalizers.
 func (c *Controller) jobDeleted(obj any) {
@@ -183,7 +157,7 @@ func (c *Controller) podAdded(obj any) {
 			}
 			return
 		}
-		c.expect.observe(jobKey(job), 1, 0)
+		c.expect.CreationObserved(jobKey(job))
 		c.enqueueJob(job)
 		return
 	}
@@ -254,7 +228,7 @@ func (c *Controller) podGone(p *corev1.Pod, final bool) {
 	if final || !hasTrackingFinalizer(p) {
 		c.finalizers.observe(key, string(p.UID))
 	}
-	c.expect.observe(key, 0, 1)
+	c.expect.DeletionObserved(key, podKey(p))
 	c.enqueueJob(job)
 }
 

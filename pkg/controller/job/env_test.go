@@ -24,6 +24,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
 
@@ -93,18 +94,16 @@ func newEnv(t *testing.T, cfg Config) *env {
 		return handled, obj, err
 	})
 	factory := informers.NewSharedInformerFactory(e.client, 0)
-	cfg.Clock = e.clock
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	c, err := New(e.client, factory, cfg)
+	e.recorder = record.NewFakeRecorder(1000)
+	kc := &kit.Context{Client: e.client, Factory: factory, Clock: e.clock, Logger: slog.New(slog.DiscardHandler), Recorder: e.recorder}
+	c, err := New(kc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.recorder = record.NewFakeRecorder(1000)
-	c.recorder = e.recorder
 	e.c = c
 	e.jobIdx = factory.Batch().V1().Jobs().Informer().GetIndexer()
 	e.podIdx = factory.Core().V1().Pods().Informer().GetIndexer()
-	t.Cleanup(func() { c.queue.ShutDown(); c.orphans.ShutDown() })
+	t.Cleanup(func() { c.Queue.ShutDown(); c.orphans.ShutDown() })
 	return e
 }
 

@@ -169,7 +169,7 @@ func (c *Controller) podsForJob(ctx context.Context, job *batchv1.Job, sel label
 // canAdopt checks with the apiserver, not the cache, that the Job is
 // still the one we know and not being deleted.
 func (c *Controller) canAdopt(ctx context.Context, job *batchv1.Job) (bool, error) {
-	fresh, err := c.client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+	fresh, err := c.Client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -185,14 +185,14 @@ func (c *Controller) adopt(ctx context.Context, job *batchv1.Job, p *corev1.Pod)
 		"finalizers":      []string{batchv1.JobTrackingFinalizer},
 		"uid":             p.UID,
 	}})
-	adopted, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	adopted, err := c.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("adopt pod %s: %w", p.Name, err)
 	}
-	c.log.Info("adopted pod", "job", job.Namespace+"/"+job.Name, "pod", p.Name)
+	c.Log.Info("adopted pod", "job", job.Namespace+"/"+job.Name, "pod", p.Name)
 	return adopted, nil
 }
 
@@ -202,7 +202,7 @@ func (c *Controller) release(ctx context.Context, job *batchv1.Job, p *corev1.Po
 		"$deleteFromPrimitiveList/finalizers": []string{batchv1.JobTrackingFinalizer},
 		"uid":                                 p.UID,
 	}})
-	_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	_, err := c.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("release pod %s: %w", p.Name, err)
 	}
@@ -213,7 +213,7 @@ func (c *Controller) release(ctx context.Context, job *batchv1.Job, p *corev1.Po
 // batches of 1, 2, 4...: when creation fails (a quota, say) it stops
 // early instead of failing n times. It returns how many it created.
 func (c *Controller) createPods(ctx context.Context, job *batchv1.Job, key string, n int, indexes []int) (int32, error) {
-	c.expect.expect(key, n, 0)
+	c.expect.ExpectCreations(key, n)
 	var created atomic.Int32
 	var firstErr error
 	var mu sync.Mutex
@@ -235,7 +235,7 @@ func (c *Controller) createPods(ctx context.Context, job *batchv1.Job, key strin
 					created.Add(1)
 					return
 				}
-				c.expect.observe(key, 1, 0)
+				c.expect.CreationObserved(key)
 				mu.Lock()
 				defer mu.Unlock()
 				failures++
@@ -248,7 +248,7 @@ func (c *Controller) createPods(ctx context.Context, job *batchv1.Job, key strin
 		next += batch
 		if failures > 0 {
 			// The rest is not attempted; nor expected.
-			c.expect.observe(key, n-next, 0)
+			c.expect.CreationsObserved(key, n-next)
 			break
 		}
 	}
@@ -256,15 +256,15 @@ func (c *Controller) createPods(ctx context.Context, job *batchv1.Job, key strin
 }
 
 func (c *Controller) createPod(ctx context.Context, job *batchv1.Job, index int) error {
-	pod, err := c.client.CoreV1().Pods(job.Namespace).Create(ctx, newPod(job, index), metav1.CreateOptions{})
+	pod, err := c.Client.CoreV1().Pods(job.Namespace).Create(ctx, newPod(job, index), metav1.CreateOptions{})
 	if err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return err
 		}
-		c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 		return fmt.Errorf("create pod: %w", err)
 	}
-	c.recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", pod.Name)
+	c.Recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", pod.Name)
 	return nil
 }
 
@@ -274,7 +274,7 @@ func (c *Controller) createPod(ctx context.Context, job *batchv1.Job, index int)
 // and how many of those Pods were ready.
 func (c *Controller) deletePods(ctx context.Context, job *batchv1.Job, key string, pods []*corev1.Pod, dropFinalizer bool) (deletedReady, deleted int32, err error) {
 	if dropFinalizer {
-		c.expect.expect(key, 0, len(pods))
+		c.expect.ExpectDeletions(key, podKeys(pods)...)
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -293,7 +293,7 @@ func (c *Controller) deletePods(ctx context.Context, job *batchv1.Job, key strin
 			defer mu.Unlock()
 			if perr != nil {
 				if dropFinalizer {
-					c.expect.observe(key, 0, 1)
+					c.expect.DeletionObserved(key, podKey(p))
 				}
 				if err == nil {
 					err = perr
@@ -311,15 +311,15 @@ func (c *Controller) deletePods(ctx context.Context, job *batchv1.Job, key strin
 }
 
 func (c *Controller) deletePod(ctx context.Context, job *batchv1.Job, p *corev1.Pod) error {
-	err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+	err := c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 		return fmt.Errorf("delete pod %s: %w", p.Name, err)
 	}
-	c.recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", p.Name)
+	c.Recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", p.Name)
 	return nil
 }
 
@@ -330,9 +330,21 @@ var removeFinalizerPatch, _ = json.Marshal(map[string]any{"metadata": map[string
 // removeFinalizer drops the tracking finalizer; a Pod that is gone
 // already counts as done.
 func (c *Controller) removeFinalizer(ctx context.Context, p *corev1.Pod) error {
-	_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, removeFinalizerPatch, metav1.PatchOptions{})
+	_, err := c.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, removeFinalizerPatch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove tracking finalizer of pod %s: %w", p.Name, err)
 	}
 	return nil
+}
+
+// podKey is the pod's namespace/name, the key deletion expectations
+// track.
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+func podKeys(pods []*corev1.Pod) []string {
+	keys := make([]string, len(pods))
+	for i, p := range pods {
+		keys[i] = podKey(p)
+	}
+	return keys
 }

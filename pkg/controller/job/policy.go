@@ -8,6 +8,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 // Back-off between Pod re-creations after failures, as Kubernetes
@@ -255,23 +257,9 @@ func deadlineLeft(job *batchv1.Job, now time.Time) (left time.Duration, ok bool)
 	return allowed - now.Sub(job.Status.StartTime.Time), true
 }
 
-func findCondition(conds []batchv1.JobCondition, t batchv1.JobConditionType) *batchv1.JobCondition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
-func conditionTrue(job *batchv1.Job, t batchv1.JobConditionType) bool {
-	c := findCondition(job.Status.Conditions, t)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
 // finished: the Job has its terminal condition.
 func finished(job *batchv1.Job) bool {
-	return conditionTrue(job, batchv1.JobComplete) || conditionTrue(job, batchv1.JobFailed)
+	return kit.IsConditionTrue(job.Status.Conditions, batchv1.JobComplete) || kit.IsConditionTrue(job.Status.Conditions, batchv1.JobFailed)
 }
 
 func newCondition(t batchv1.JobConditionType, status corev1.ConditionStatus, reason, msg string, now time.Time) batchv1.JobCondition {
@@ -283,7 +271,7 @@ func newCondition(t batchv1.JobConditionType, status corev1.ConditionStatus, rea
 // False condition that was not there. It reports whether anything
 // changed.
 func setCondition(conds []batchv1.JobCondition, t batchv1.JobConditionType, status corev1.ConditionStatus, reason, msg string, now time.Time) ([]batchv1.JobCondition, bool) {
-	if c := findCondition(conds, t); c != nil {
+	if c := kit.GetCondition(conds, t); c != nil {
 		if c.Status == status && c.Reason == reason && c.Message == msg {
 			return conds, false
 		}

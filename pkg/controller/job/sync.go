@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
 
@@ -58,7 +59,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	}
 	shared, err := c.jobs.Jobs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.expect.forget(key)
+		c.expect.Forget(key)
 		c.finalizers.forget(key)
 		c.backoff.remove(key)
 		return nil
@@ -75,7 +76,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return nil
 	}
 	if m := shared.Spec.CompletionMode; m != nil && *m != batchv1.NonIndexedCompletion && *m != batchv1.IndexedCompletion {
-		c.recorder.Event(shared, corev1.EventTypeWarning, reasonUnknownMode, "Skipped Job sync because completion mode is unknown")
+		c.Recorder.Event(shared, corev1.EventTypeWarning, reasonUnknownMode, "Skipped Job sync because completion mode is unknown")
 		return nil
 	}
 	if indexed(shared) && shared.Spec.Completions == nil {
@@ -83,7 +84,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	}
 	sel, err := selectorOf(shared)
 	if err != nil {
-		c.log.Warn("job has an unusable selector", "job", key, "err", err)
+		c.Log.Warn("job has an unusable selector", "job", key, "err", err)
 		return nil
 	}
 
@@ -93,13 +94,13 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	}
 	// Look at the expectations before the cache: a Pod that shows up in
 	// between is then only seen by the next sync.
-	satisfied := c.expect.satisfied(key)
+	satisfied := c.expect.Satisfied(key)
 	pods, err := c.podsForJob(ctx, job, sel)
 	if err != nil {
 		return err
 	}
 	s := &state{
-		key: key, job: job, pods: pods, now: c.clock.Now(),
+		key: key, job: job, pods: pods, now: c.Clock.Now(),
 		uncountedSucceeded: uidSet(job.Status.UncountedTerminatedPods.Succeeded),
 		uncountedFailed:    uidSet(job.Status.UncountedTerminatedPods.Failed),
 		removing:           c.finalizers.pending(key),
@@ -204,10 +205,10 @@ func (s *state) newlyFinished() (succeeded, failedPods []*corev1.Pod) {
 // a failure.
 func (c *Controller) finishCondition(s *state) *batchv1.JobCondition {
 	job := s.job
-	if cond := findCondition(job.Status.Conditions, batchv1.JobSuccessCriteriaMet); cond != nil && cond.Status == corev1.ConditionTrue {
+	if cond := kit.GetCondition(job.Status.Conditions, batchv1.JobSuccessCriteriaMet); cond != nil && cond.Status == corev1.ConditionTrue {
 		return cond.DeepCopy()
 	}
-	if cond := findCondition(job.Status.Conditions, batchv1.JobFailureTarget); cond != nil && cond.Status == corev1.ConditionTrue {
+	if cond := kit.GetCondition(job.Status.Conditions, batchv1.JobFailureTarget); cond != nil && cond.Status == corev1.ConditionTrue {
 		return ptr.To(newCondition(batchv1.JobFailed, corev1.ConditionTrue, cond.Reason, cond.Message, s.now))
 	}
 	if s.failed > backoffLimit(job) || pastBackoffLimitOnFailure(job, s.pods) {
@@ -218,7 +219,7 @@ func (c *Controller) finishCondition(s *state) *batchv1.JobCondition {
 		return ptr.To(newCondition(batchv1.JobFailureTarget, corev1.ConditionTrue, batchv1.JobReasonDeadlineExceeded, msgDeadline, s.now))
 	}
 	if ok {
-		c.queue.AddAfter(s.key, left)
+		c.Queue.AddAfter(s.key, left)
 	}
 	return nil
 }
@@ -255,7 +256,7 @@ func (c *Controller) manage(ctx context.Context, s *state) (int32, error) {
 		return n, nil
 	}
 	if left := s.record.remaining(s.now, c.cfg.BackoffBase, c.cfg.BackoffMax); left > 0 {
-		c.queue.AddAfter(s.key, left)
+		c.Queue.AddAfter(s.key, left)
 		return n, nil
 	}
 	diff = min(diff, maxPodChangesPerSync)
@@ -337,13 +338,13 @@ func (c *Controller) updateSuspended(job *batchv1.Job, now time.Time) bool {
 	if suspended(job) {
 		job.Status.Conditions, changed = setCondition(job.Status.Conditions, batchv1.JobSuspended, corev1.ConditionTrue, reasonJobSuspended, "Job suspended", now)
 		if changed {
-			c.recorder.Event(job, corev1.EventTypeNormal, "Suspended", "Job suspended")
+			c.Recorder.Event(job, corev1.EventTypeNormal, "Suspended", "Job suspended")
 		}
 		return changed
 	}
 	job.Status.Conditions, changed = setCondition(job.Status.Conditions, batchv1.JobSuspended, corev1.ConditionFalse, reasonJobResumed, "Job resumed", now)
 	if changed {
-		c.recorder.Event(job, corev1.EventTypeNormal, "Resumed", "Job resumed")
+		c.Recorder.Event(job, corev1.EventTypeNormal, "Resumed", "Job resumed")
 		job.Status.StartTime = ptr.To(metav1.NewTime(now))
 	}
 	return changed
@@ -424,7 +425,7 @@ func (c *Controller) track(ctx context.Context, s *state, needsFlush bool) error
 		final = ptr.To(newCondition(batchv1.JobFailed, corev1.ConditionTrue, final.Reason, final.Message, s.now))
 	}
 	if final != nil && final.Type == batchv1.JobSuccessCriteriaMet {
-		if findCondition(job.Status.Conditions, batchv1.JobSuccessCriteriaMet) == nil {
+		if kit.GetCondition(job.Status.Conditions, batchv1.JobSuccessCriteriaMet) == nil {
 			job.Status.Conditions = append(job.Status.Conditions, *final)
 			needsFlush = true
 		}
@@ -545,21 +546,21 @@ func (c *Controller) enactFinished(s *state, final *batchv1.JobCondition) bool {
 func (c *Controller) recordFinished(job *batchv1.Job, final *batchv1.JobCondition) {
 	if final.Type == batchv1.JobComplete {
 		if job.Spec.Completions != nil && job.Status.Succeeded > *job.Spec.Completions {
-			c.recorder.Event(job, corev1.EventTypeWarning, "TooManySucceededPods", "Too many succeeded pods running after completion count reached")
+			c.Recorder.Event(job, corev1.EventTypeWarning, "TooManySucceededPods", "Too many succeeded pods running after completion count reached")
 		}
-		c.recorder.Event(job, corev1.EventTypeNormal, "Completed", "Job completed")
-		c.log.Info("job completed", "job", jobKey(job), "succeeded", job.Status.Succeeded)
+		c.Recorder.Event(job, corev1.EventTypeNormal, "Completed", "Job completed")
+		c.Log.Info("job completed", "job", jobKey(job), "succeeded", job.Status.Succeeded)
 		return
 	}
-	c.recorder.Event(job, corev1.EventTypeWarning, final.Reason, final.Message)
-	c.log.Info("job failed", "job", jobKey(job), "reason", final.Reason, "failed", job.Status.Failed)
+	c.Recorder.Event(job, corev1.EventTypeWarning, final.Reason, final.Message)
+	c.Log.Info("job failed", "job", jobKey(job), "reason", final.Reason, "failed", job.Status.Failed)
 }
 
 // writeStatus writes s.job's status and continues from what the
 // apiserver returned. A conflict means the cache was stale: the sync is
 // retried from the start.
 func (c *Controller) writeStatus(ctx context.Context, s *state) error {
-	updated, err := c.client.BatchV1().Jobs(s.job.Namespace).UpdateStatus(ctx, s.job, metav1.UpdateOptions{})
+	updated, err := c.Client.BatchV1().Jobs(s.job.Namespace).UpdateStatus(ctx, s.job, metav1.UpdateOptions{})
 	if err != nil {
 		return err
 	}

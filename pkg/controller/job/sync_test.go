@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 func TestNonIndexedJobCompletes(t *testing.T) {
@@ -143,7 +145,7 @@ func TestIndexedJob(t *testing.T) {
 	}
 	e.settle("idx")
 	j = e.job("idx")
-	if j.Status.CompletedIndexes != "0-3" || j.Status.Succeeded != 4 || !conditionTrue(j, batchv1.JobComplete) {
+	if j.Status.CompletedIndexes != "0-3" || j.Status.Succeeded != 4 || !kit.IsConditionTrue(j.Status.Conditions, batchv1.JobComplete) {
 		t.Errorf("status %+v", j.Status)
 	}
 }
@@ -195,7 +197,7 @@ func TestBackoffLimitOnFailureRestarts(t *testing.T) {
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: 1}}
 	_, _ = e.client.CoreV1().Pods("ns").UpdateStatus(e.ctx, p, metav1.UpdateOptions{})
 	e.settle("restarts")
-	if conditionTrue(e.job("restarts"), batchv1.JobFailureTarget) {
+	if kit.IsConditionTrue(e.job("restarts").Status.Conditions, batchv1.JobFailureTarget) {
 		t.Fatal("failed after 1 restart of 2 allowed")
 	}
 	p.Status.ContainerStatuses[0].RestartCount = 2
@@ -265,7 +267,7 @@ func TestSuspendAndResume(t *testing.T) {
 	}
 	e.settle("s")
 	j = e.job("s")
-	if len(e.activePods()) != 2 || j.Status.StartTime == nil || !j.Status.StartTime.Time.Equal(t0.Add(time.Hour)) || conditionTrue(j, batchv1.JobSuspended) {
+	if len(e.activePods()) != 2 || j.Status.StartTime == nil || !j.Status.StartTime.Time.Equal(t0.Add(time.Hour)) || kit.IsConditionTrue(j.Status.Conditions, batchv1.JobSuspended) {
 		t.Fatalf("resumed job: %d pods, status %+v", len(e.activePods()), j.Status)
 	}
 	e.wantEvents("Suspended", "Resumed")
@@ -277,7 +279,7 @@ func TestSuspendAndResume(t *testing.T) {
 	}
 	e.settle("s")
 	j = e.job("s")
-	if len(e.pods()) != 0 || j.Status.Failed != 0 || j.Status.Active != 0 || !conditionTrue(j, batchv1.JobSuspended) {
+	if len(e.pods()) != 0 || j.Status.Failed != 0 || j.Status.Active != 0 || !kit.IsConditionTrue(j.Status.Conditions, batchv1.JobSuspended) {
 		t.Fatalf("suspended again: %d pods, status %+v", len(e.pods()), j.Status)
 	}
 }
@@ -294,12 +296,12 @@ func TestWorkQueueJob(t *testing.T) {
 	e.finish(pods[1], corev1.PodFailed)
 	e.settle("queue")
 	j := e.job("queue")
-	if len(e.activePods()) != 1 || conditionTrue(j, batchv1.JobComplete) || j.Status.Succeeded != 1 || j.Status.Failed != 1 {
+	if len(e.activePods()) != 1 || kit.IsConditionTrue(j.Status.Conditions, batchv1.JobComplete) || j.Status.Succeeded != 1 || j.Status.Failed != 1 {
 		t.Fatalf("after one success: %d active, status %+v", len(e.activePods()), j.Status)
 	}
 	e.finish(pods[2], corev1.PodSucceeded)
 	e.settle("queue")
-	if j := e.job("queue"); !conditionTrue(j, batchv1.JobComplete) || j.Status.Succeeded != 2 {
+	if j := e.job("queue"); !kit.IsConditionTrue(j.Status.Conditions, batchv1.JobComplete) || j.Status.Succeeded != 2 {
 		t.Fatalf("all finished: status %+v", j.Status)
 	}
 }
@@ -308,7 +310,7 @@ func TestParallelismZeroAndScaleDown(t *testing.T) {
 	e := newEnv(t, Config{})
 	e.create(newJob("p", func(j *batchv1.Job) { j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](5), ptr.To[int32](0) }))
 	e.settle("p")
-	if len(e.pods()) != 0 || conditionTrue(e.job("p"), batchv1.JobComplete) {
+	if len(e.pods()) != 0 || kit.IsConditionTrue(e.job("p").Status.Conditions, batchv1.JobComplete) {
 		t.Fatal("parallelism 0 runs pods or completes")
 	}
 	j := e.job("p")

@@ -1,10 +1,16 @@
 package kit
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
@@ -41,3 +47,30 @@ func (l *Loop) Watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler
 	l.Synced = append(l.Synced, inf.HasSynced)
 	return nil
 }
+
+// Base is what a controller holds of its kit.Context, embedded: the
+// client, its main loop and that loop's queue, its Event recorder, the
+// clock and its logger.
+type Base struct {
+	Client   kubernetes.Interface
+	Loop     *Loop
+	Queue    workqueue.TypedRateLimitingInterface[string]
+	Recorder record.EventRecorder
+	Clock    clock.WithTicker
+	Log      *slog.Logger
+}
+
+// NewBase is the Base of the controller called name: its NewLoop, and
+// with a component ("replicaset-controller") a recorder of its Events.
+// The controller sets Loop.Reconcile and watches its informers.
+func (c *Context) NewBase(name, keyAttr string, workers int, component string) Base {
+	l := c.NewLoop(name, keyAttr, workers)
+	b := Base{Client: c.Client, Loop: l, Queue: l.Queue, Clock: c.Clock, Log: l.Logger}
+	if component != "" {
+		b.Recorder = c.EventRecorder(component)
+	}
+	return b
+}
+
+// Start runs the loop until ctx ends.
+func (b *Base) Start(ctx context.Context) error { return b.Loop.Run(ctx) }

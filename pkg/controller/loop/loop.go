@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
@@ -32,10 +30,6 @@ type Loop[K comparable] struct {
 
 	// Synced are the informers Run waits for before anything starts.
 	Synced []cache.InformerSynced
-	// Broadcaster, when set, records the controller's Events to Events
-	// while Run runs, and is shut down when it returns.
-	Broadcaster record.EventBroadcaster
-	Events      typedcorev1.EventInterface
 	// Ready, when set, runs once the caches have synced and before the
 	// workers start (to rebuild state from the caches, say); an error
 	// ends Run with it.
@@ -66,17 +60,13 @@ func NewQueue[K comparable](name string, clk clock.WithTicker) workqueue.TypedRa
 		workqueue.TypedRateLimitingQueueConfig[K]{Name: name, Clock: clk})
 }
 
-// Run starts the event broadcaster, waits for the caches, runs Ready, then
+// Run waits for the caches, runs Ready, then
 // runs the workers and Also until ctx ends. It returns ctx's error when
 // ctx ends before the caches have synced.
 func (l *Loop[K]) Run(ctx context.Context) error {
 	defer l.Queue.ShutDown()
 	if l.Reconcile == nil && l.ReconcileAfter == nil {
 		return errors.New("loop: no Reconcile")
-	}
-	if l.Broadcaster != nil {
-		l.Broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: l.Events})
-		defer l.Broadcaster.Shutdown()
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), l.Synced...) {
 		return ctx.Err()

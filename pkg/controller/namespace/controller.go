@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,50 +12,38 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // Controller empties and finalizes namespaces that are being deleted.
 type Controller struct {
-	client    kubernetes.Interface
+	kit.Base
 	dynamic   dynamic.Interface
 	discovery discovery.DiscoveryInterface
 	lister    corelisters.NamespaceLister
-	queue     workqueue.TypedRateLimitingInterface[string]
-	loop      *loop.Loop[string]
-	log       *slog.Logger
 	// recheck is how soon a namespace whose content is still going away
 	// (pods terminating gracefully, finalizers) is looked at again.
 	recheck time.Duration
 }
 
-// New wires the controller to a shared informer factory.
-func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, log *slog.Logger) *Controller {
-	inf := factory.Core().V1().Namespaces()
+// New wires the controller to kc's Namespace informer; it deletes
+// namespaces' content through kc.Dynamic.
+func New(kc *kit.Context) (*Controller, error) {
+	inf := kc.Factory.Core().V1().Namespaces()
+	b := kc.NewBase("namespace", "namespace", 1, "")
+	l := b.Loop
 	c := &Controller{
-		client: client, dynamic: dyn, discovery: client.Discovery(),
+		dynamic: kc.Dynamic, discovery: kc.Client.Discovery(),
 		lister:  inf.Lister(),
-		queue:   loop.NewQueue[string]("namespace", nil),
-		log:     log.With("controller", "namespace"),
+		Base:    b,
 		recheck: 2 * time.Second,
 	}
-	c.loop = &loop.Loop[string]{
-		Queue: c.queue, ReconcileAfter: c.reconcileAfter,
-		Synced: []cache.InformerSynced{inf.Informer().HasSynced},
-		Logger: c.log, KeyAttr: "namespace",
-	}
-	_, _ = inf.Informer().AddEventHandler(loop.KeyHandler(c.queue))
-	return c
+	l.ReconcileAfter = c.reconcileAfter
+	return c, l.Watch(inf.Informer(), loop.KeyHandler(c.Queue))
 }
-
-// Start runs workers until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 // reconcileAfter looks at a namespace again after recheck while its
 // content is still going away.
@@ -135,7 +122,7 @@ func (c *Controller) finalize(ctx context.Context, ns *corev1.Namespace) error {
 		}
 	}
 	ns.Spec.Finalizers = kept
-	_, err := c.client.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{})
+	_, err := c.Client.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -5,21 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
@@ -41,30 +35,24 @@ type Config struct {
 	ClusterCIDR string
 	// NodeMaskSize is each node's prefix length (default 24).
 	NodeMaskSize int
-	Logger       *slog.Logger
 }
 
 func (c *Config) complete() error {
 	c.ClusterCIDR = cmp.Or(c.ClusterCIDR, DefaultClusterCIDR)
 	c.NodeMaskSize = cmp.Or(c.NodeMaskSize, DefaultNodeMaskSize)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return nil
 }
 
 // Controller gives every Node a pod CIDR of its own.
 type Controller struct {
-	client   kubernetes.Interface
-	lister   corelisters.NodeLister
-	queue    workqueue.TypedRateLimitingInterface[string]
-	loop     *loop.Loop[string]
-	alloc    *allocator
-	recorder record.EventRecorder
-	log      *slog.Logger
+	kit.Base
+	lister corelisters.NodeLister
+	alloc  *allocator
 }
 
-// New validates cfg and wires the controller to factory's Node informer.
-// Nothing runs until Start (the caller starts factory).
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
+// New validates cfg and wires the controller to kc's Node informer.
+// Nothing runs until Start (kit.Run starts the informers).
+func New(kc *kit.Context, cfg Config) (*Controller, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
@@ -76,33 +64,21 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	if err != nil {
 		return nil, fmt.Errorf("nodeipam: %w", err)
 	}
-	inf := factory.Core().V1().Nodes()
-	broadcaster := record.NewBroadcaster()
+	inf := kc.Factory.Core().V1().Nodes()
+	// One worker: allocation decisions are serialized, and a node's
+	// update is written before the next node is looked at.
+	b := kc.NewBase("nodeipam", "node", 1, "nodeipam-controller")
+	l := b.Loop
+	l.Logger = l.Logger.With("clusterCIDR", cluster.String())
 	c := &Controller{
-		client: client, lister: inf.Lister(),
-		queue:    loop.NewQueue[string]("nodeipam", nil),
-		alloc:    alloc,
-		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nodeipam-controller"}),
-		log:      cfg.Logger.With("controller", "nodeipam", "clusterCIDR", cluster.String()),
+		lister: inf.Lister(),
+		Base:   b,
+		alloc:  alloc,
 	}
-	c.loop = &loop.Loop[string]{
-		// One worker: allocation decisions are serialized, and a node's
-		// update is written before the next node is looked at.
-		Queue: c.queue, Reconcile: c.Reconcile, Workers: 1,
-		Synced:      []cache.InformerSynced{inf.Informer().HasSynced},
-		Broadcaster: broadcaster, Events: client.CoreV1().Events(""),
-		Ready:  func(context.Context) error { return c.rebuild() },
-		Logger: c.log, KeyAttr: "node",
-	}
-	if _, err := inf.Informer().AddEventHandler(loop.KeyHandler(c.queue)); err != nil {
-		return nil, fmt.Errorf("nodeipam: node handler: %w", err)
-	}
-	return c, nil
+	l.Reconcile = c.Reconcile
+	l.Ready = func(context.Context) error { return c.rebuild() }
+	return c, l.Watch(inf.Informer(), loop.KeyHandler(c.Queue))
 }
-
-// Start rebuilds the allocation map from the nodes' pod CIDRs, then
-// assigns CIDRs until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 // rebuild reserves every pod CIDR the nodes already have.
 func (c *Controller) rebuild() error {
@@ -113,13 +89,13 @@ func (c *Controller) rebuild() error {
 	for _, n := range nodes {
 		if i, ok := c.indexOf(n); ok {
 			if holder := c.alloc.holder(i); holder != "" && holder != n.Name {
-				c.log.Warn("two nodes have the same pod CIDR", "node", n.Name, "other", holder, "podCIDR", n.Spec.PodCIDR)
+				c.Log.Warn("two nodes have the same pod CIDR", "node", n.Name, "other", holder, "podCIDR", n.Spec.PodCIDR)
 				continue
 			}
 			c.alloc.occupy(n.Name, i)
 		}
 	}
-	c.log.Info("pod CIDRs in use", "count", c.alloc.used())
+	c.Log.Info("pod CIDRs in use", "count", c.alloc.used())
 	return nil
 }
 
@@ -158,13 +134,13 @@ func (c *Controller) Reconcile(ctx context.Context, name string) error {
 		}
 		if holder := c.alloc.holder(i); holder != "" && holder != name {
 			if other, err := c.lister.Get(holder); err == nil && other.Spec.PodCIDR == node.Spec.PodCIDR {
-				c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonCIDRConflict,
+				c.Recorder.Eventf(node, corev1.EventTypeWarning, ReasonCIDRConflict,
 					"pod CIDR %s is also node %s's", node.Spec.PodCIDR, holder)
 				return nil
 			}
 			// The holder only had a reservation: the CIDR in the API wins,
 			// and the holder gets another one.
-			defer c.queue.Add(holder)
+			defer c.Queue.Add(holder)
 		}
 		c.alloc.occupy(name, i)
 		return nil
@@ -172,14 +148,14 @@ func (c *Controller) Reconcile(ctx context.Context, name string) error {
 
 	i, err := c.alloc.allocate(name)
 	if errors.Is(err, errFull) {
-		c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonCIDRNotAvailable,
+		c.Recorder.Eventf(node, corev1.EventTypeWarning, ReasonCIDRNotAvailable,
 			"Node %s status is now: %s (no free /%d left in %s)", name, ReasonCIDRNotAvailable, c.alloc.maskSize, c.alloc.cluster)
 		return fmt.Errorf("node %s: %w", name, err)
 	}
 	cidr := c.alloc.prefix(i).String()
 	updated := node.DeepCopy()
 	updated.Spec.PodCIDR, updated.Spec.PodCIDRs = cidr, []string{cidr}
-	_, err = c.client.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{})
+	_, err = c.Client.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		c.alloc.release(name)
@@ -189,7 +165,7 @@ func (c *Controller) Reconcile(ctx context.Context, name string) error {
 		// conflict, the next look may find a CIDR set by someone else).
 		return fmt.Errorf("set pod CIDR %s on node %s: %w", cidr, name, err)
 	}
-	c.log.Info("assigned pod CIDR", "node", name, "podCIDR", cidr)
+	c.Log.Info("assigned pod CIDR", "node", name, "podCIDR", cidr)
 	return nil
 }
 
@@ -202,7 +178,7 @@ func (c *Controller) enqueueWaiting() {
 	}
 	for _, n := range nodes {
 		if n.Spec.PodCIDR == "" {
-			c.queue.Add(n.Name)
+			c.Queue.Add(n.Name)
 		}
 	}
 }

@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/nodeipam"
 	"github.com/minik8s/minik8s/pkg/controlplane"
 )
@@ -45,16 +45,15 @@ func startControlPlane(t *testing.T) kubernetes.Interface {
 // it and waits until it has.
 func runController(t *testing.T, client kubernetes.Interface, cfg nodeipam.Config) (stop func()) {
 	t.Helper()
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := nodeipam.New(client, factory, cfg)
+	kc := kit.NewContext(client)
+	kc.Logger = slog.New(slog.DiscardHandler)
+	c, err := nodeipam.New(kc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	factory.Start(ctx.Done())
-	go func() { done <- c.Start(ctx) }()
+	go func() { done <- kit.Run(ctx, kc, kit.Part{Name: "nodeipam", Start: c.Start}) }()
 	stopped := false
 	stop = func() {
 		if stopped {
@@ -65,7 +64,6 @@ func runController(t *testing.T, client kubernetes.Interface, cfg nodeipam.Confi
 		if err := <-done; err != nil && ctx.Err() == nil {
 			t.Errorf("controller: %v", err)
 		}
-		factory.Shutdown()
 	}
 	t.Cleanup(stop)
 	return stop

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -15,16 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
@@ -55,8 +50,6 @@ type Config struct {
 	// NodeStartupGracePeriod replaces it for a node that never posted a
 	// Ready condition (default 60s).
 	NodeStartupGracePeriod time.Duration
-	Clock                  clock.WithTicker
-	Logger                 *slog.Logger
 }
 
 func (c *Config) complete() error {
@@ -66,25 +59,18 @@ func (c *Config) complete() error {
 	c.NodeMonitorPeriod = cmp.Or(c.NodeMonitorPeriod, DefaultNodeMonitorPeriod)
 	c.NodeMonitorGracePeriod = cmp.Or(c.NodeMonitorGracePeriod, DefaultNodeMonitorGracePeriod)
 	c.NodeStartupGracePeriod = cmp.Or(c.NodeStartupGracePeriod, DefaultNodeStartupGracePeriod)
-	c.Clock = cmp.Or[clock.WithTicker](c.Clock, clock.RealClock{})
-	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return nil
 }
 
 // Controller watches node health, taints nodes and evicts pods.
 type Controller struct {
-	cfg       Config
-	client    kubernetes.Interface
-	nodes     corelisters.NodeLister
-	leases    coordlisters.LeaseLister
-	pods      corelisters.PodLister
-	podIndex  cache.Indexer
-	nodeQueue workqueue.TypedRateLimitingInterface[string]
-	podQueue  workqueue.TypedRateLimitingInterface[string]
-	loop      *loop.Loop[string]
-	recorder  record.EventRecorder
-	clock     clock.WithTicker
-	log       *slog.Logger
+	kit.Base
+	cfg      Config
+	nodes    corelisters.NodeLister
+	leases   coordlisters.LeaseLister
+	pods     corelisters.PodLister
+	podIndex cache.Indexer
+	podQueue workqueue.TypedRateLimitingInterface[string]
 
 	mu sync.Mutex
 	// health is what was last seen of each node's heartbeats.
@@ -102,15 +88,16 @@ type nodeHealth struct {
 	renew     time.Time
 }
 
-// New validates cfg and wires the controller to factory's Node, Lease and
-// Pod informers. Nothing runs until Start (the caller starts factory).
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
+// New validates cfg and wires the controller to kc's Node, Lease and
+// Pod informers. Nothing runs until Start (kit.Run starts the
+// informers).
+func New(kc *kit.Context, cfg Config) (*Controller, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
-	nodeInf := factory.Core().V1().Nodes()
-	leaseInf := factory.Coordination().V1().Leases()
-	podInf := factory.Core().V1().Pods()
+	nodeInf := kc.Factory.Core().V1().Nodes()
+	leaseInf := kc.Factory.Coordination().V1().Leases()
+	podInf := kc.Factory.Core().V1().Pods()
 	if err := podInf.Informer().AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
 			return []string{p.Spec.NodeName}, nil
@@ -119,64 +106,50 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	}}); err != nil {
 		return nil, fmt.Errorf("nodelifecycle: pod index: %w", err)
 	}
-	broadcaster := record.NewBroadcaster()
+	b := kc.NewBase("nodelifecycle", "node", 1, "node-controller")
+	l := b.Loop
 	c := &Controller{
-		cfg: cfg, client: client,
-		nodes: nodeInf.Lister(), leases: leaseInf.Lister(), pods: podInf.Lister(), podIndex: podInf.Informer().GetIndexer(),
-		nodeQueue: loop.NewQueue[string]("nodelifecycle", cfg.Clock),
-		podQueue:  loop.NewQueue[string]("nodelifecycle_eviction", cfg.Clock),
-		recorder:  broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "node-controller"}),
-		clock:     cfg.Clock,
-		log:       cfg.Logger.With("controller", "nodelifecycle"),
+		cfg: cfg, nodes: nodeInf.Lister(), leases: leaseInf.Lister(), pods: podInf.Lister(), podIndex: podInf.Informer().GetIndexer(),
+		Base:      b,
+		podQueue:  loop.NewQueue[string]("nodelifecycle_eviction", kc.Clock),
 		health:    map[string]*nodeHealth{},
 		evictions: map[string]time.Time{},
 	}
 	evictions := &loop.Loop[string]{
 		Queue: c.podQueue, ReconcileAfter: c.ReconcilePod, Workers: 2,
-		Logger: c.log.With("queue", "nodelifecycle_eviction"), KeyAttr: "pod",
+		Logger: c.Log.With("queue", "nodelifecycle_eviction"), KeyAttr: "pod",
 	}
-	c.loop = &loop.Loop[string]{
-		Queue: c.nodeQueue, Reconcile: c.Reconcile,
-		Synced:      []cache.InformerSynced{nodeInf.Informer().HasSynced, leaseInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		Broadcaster: broadcaster, Events: client.CoreV1().Events(""),
-		Also:   []func(context.Context){evictions.Work, c.monitor},
-		Logger: c.log, KeyAttr: "node",
-	}
+	l.Reconcile = c.Reconcile
+	l.Also = []func(context.Context){evictions.Work, c.monitor}
 	onNode := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
 		if n, ok := obj.(*corev1.Node); ok {
-			c.nodeQueue.Add(n.Name)
+			c.Queue.Add(n.Name)
 			c.enqueuePods(n.Name)
 		}
 	}
-	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onNode, UpdateFunc: func(_, obj any) { onNode(obj) }, DeleteFunc: onNode,
-	}); err != nil {
-		return nil, fmt.Errorf("nodelifecycle: node handler: %w", err)
-	}
 	onLease := func(obj any) {
-		if l, ok := obj.(*coordinationv1.Lease); ok && l.Namespace == corev1.NamespaceNodeLease {
-			c.nodeQueue.Add(l.Name)
+		if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Namespace == corev1.NamespaceNodeLease {
+			c.Queue.Add(lease.Name)
 		}
 	}
-	if _, err := leaseInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onLease, UpdateFunc: func(_, obj any) { onLease(obj) },
-	}); err != nil {
-		return nil, fmt.Errorf("nodelifecycle: lease handler: %w", err)
-	}
-	if _, err := podInf.Informer().AddEventHandler(loop.KeyHandler(c.podQueue)); err != nil {
-		return nil, fmt.Errorf("nodelifecycle: pod handler: %w", err)
-	}
-	return c, nil
+	return c, errors.Join(
+		l.Watch(nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: onNode, UpdateFunc: func(_, obj any) { onNode(obj) }, DeleteFunc: onNode,
+		}),
+		l.Watch(leaseInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: onLease, UpdateFunc: func(_, obj any) { onLease(obj) },
+		}),
+		l.Watch(podInf.Informer(), loop.KeyHandler(c.podQueue)))
 }
 
 // Start checks node health every NodeMonitorPeriod and evicts pods until
 // ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
 	defer c.podQueue.ShutDown()
-	return c.loop.Run(ctx)
+	return c.Loop.Run(ctx)
 }
 
 // monitor queues every node each NodeMonitorPeriod until ctx ends: time
@@ -189,7 +162,7 @@ func (c *Controller) monitor(ctx context.Context) {
 			return
 		}
 		for _, n := range nodes {
-			c.nodeQueue.Add(n.Name)
+			c.Queue.Add(n.Name)
 		}
 	}, c.cfg.NodeMonitorPeriod)
 }
@@ -234,22 +207,22 @@ func (c *Controller) Reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	probe, grace := c.observe(node, now)
 	if deadline := probe.Add(grace); now.After(deadline) {
 		updated, changed, wasReady := markUnknown(node, metav1.NewTime(now))
 		if changed {
-			node, err = c.client.CoreV1().Nodes().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+			node, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 			if err != nil {
 				return fmt.Errorf("mark node %s unknown: %w", name, err)
 			}
-			c.log.Info("node stopped posting status", "node", name, "lastSeen", probe, "gracePeriod", grace)
+			c.Log.Info("node stopped posting status", "node", name, "lastSeen", probe, "gracePeriod", grace)
 			if wasReady {
-				c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonNodeNotReady, "Node %s status is now: %s", name, ReasonNodeNotReady)
+				c.Recorder.Eventf(node, corev1.EventTypeNormal, ReasonNodeNotReady, "Node %s status is now: %s", name, ReasonNodeNotReady)
 			}
 		}
 	} else {
-		c.nodeQueue.AddAfter(name, deadline.Sub(now)+time.Millisecond)
+		c.Queue.AddAfter(name, deadline.Sub(now)+time.Millisecond)
 	}
 	if ready := condition(node, corev1.NodeReady); ready != nil && ready.Status == corev1.ConditionUnknown {
 		if err := c.markPodsNotReady(ctx, node, now); err != nil {
@@ -262,10 +235,10 @@ func (c *Controller) Reconcile(ctx context.Context, name string) error {
 	}
 	updated := node.DeepCopy()
 	updated.Spec.Taints = taints
-	if _, err := c.client.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Client.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("taint node %s: %w", name, err)
 	}
-	c.log.Info("node taints updated", "node", name, "taints", taintStrings(taints))
+	c.Log.Info("node taints updated", "node", name, "taints", taintStrings(taints))
 	return nil
 }
 
@@ -323,13 +296,13 @@ func (c *Controller) markPodsNotReady(ctx context.Context, node *corev1.Node, no
 		updated := pod.DeepCopy()
 		updated.Status.Conditions[i].Status = corev1.ConditionFalse
 		updated.Status.Conditions[i].LastTransitionTime = metav1.NewTime(now)
-		_, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		_, err := c.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			errs = append(errs, fmt.Errorf("mark pod %s/%s not ready: %w", pod.Namespace, pod.Name, err))
 		default:
-			c.log.Info("pod marked not ready", "pod", pod.Namespace+"/"+pod.Name, "node", node.Name)
+			c.Log.Info("pod marked not ready", "pod", pod.Namespace+"/"+pod.Name, "node", node.Name)
 		}
 	}
 	return errors.Join(errs...)
@@ -368,7 +341,7 @@ func (c *Controller) ReconcilePod(ctx context.Context, key string) (time.Duratio
 		c.cancelEviction(key, pod)
 		return 0, nil
 	}
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	if after > 0 {
 		c.mu.Lock()
 		start, ok := c.evictions[key]
@@ -381,9 +354,9 @@ func (c *Controller) ReconcilePod(ctx context.Context, key string) (time.Duratio
 			return deadline.Sub(now), nil
 		}
 	}
-	c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonTaintManagerEviction, "Marking for deletion Pod %s/%s", ns, name)
-	c.log.Info("evicting pod from tainted node", "pod", key, "node", node.Name, "taints", taintStrings(noExecuteTaints(node)))
-	err = c.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+	c.Recorder.Eventf(pod, corev1.EventTypeNormal, ReasonTaintManagerEviction, "Marking for deletion Pod %s/%s", ns, name)
+	c.Log.Info("evicting pod from tainted node", "pod", key, "node", node.Name, "taints", taintStrings(noExecuteTaints(node)))
+	err = c.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return 0, fmt.Errorf("evict pod %s: %w", key, err)
 	}
@@ -399,7 +372,7 @@ func (c *Controller) cancelEviction(key string, pod *corev1.Pod) {
 	delete(c.evictions, key)
 	c.mu.Unlock()
 	if pending && pod != nil {
-		c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonTaintManagerEviction, "Cancelling deletion of Pod %s", key)
+		c.Recorder.Eventf(pod, corev1.EventTypeNormal, ReasonTaintManagerEviction, "Cancelling deletion of Pod %s", key)
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -206,14 +208,13 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clk := testingclock.NewFakeClock(t0)
-	cfg.Clock, cfg.Logger = clk, slog.New(slog.DiscardHandler)
-	c, err := New(client, factory, cfg)
+	events := record.NewFakeRecorder(100)
+	kc := &kit.Context{Client: client, Factory: factory, Clock: clk, Logger: slog.New(slog.DiscardHandler), Recorder: events}
+	c, err := New(kc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.nodeQueue.ShutDown(); c.podQueue.ShutDown() })
-	events := record.NewFakeRecorder(100)
-	c.recorder = events
+	t.Cleanup(func() { c.Queue.ShutDown(); c.podQueue.ShutDown() })
 	return &harness{t: t, c: c, client: client, factory: factory, clock: clk, events: events}
 }
 

@@ -20,14 +20,14 @@ import (
 func (c *Controller) proposeReplicas(ctx context.Context, e *evaluation, sc *autoscalingv1.Scale, current int32, tol tolerances) (replicas int32, metric string, statuses []autoscalingv2.MetricStatus, err error) {
 	hpa := e.hpa
 	if sc.Status.Selector == "" {
-		c.recorder.Event(hpa, corev1.EventTypeWarning, ReasonSelectorRequired, "selector is required")
+		c.Recorder.Event(hpa, corev1.EventTypeWarning, ReasonSelectorRequired, "selector is required")
 		e.setCondition(autoscalingv2.ScalingActive, corev1.ConditionFalse, ReasonInvalidSelector, "the HPA target's scale is missing a selector")
 		return -1, "", nil, errors.New("selector is required")
 	}
 	selector, err := labels.Parse(sc.Status.Selector)
 	if err != nil {
 		msg := fmt.Sprintf("couldn't convert selector into a corresponding internal selector object: %v", err)
-		c.recorder.Event(hpa, corev1.EventTypeWarning, ReasonInvalidSelector, msg)
+		c.Recorder.Event(hpa, corev1.EventTypeWarning, ReasonInvalidSelector, msg)
 		e.setCondition(autoscalingv2.ScalingActive, corev1.ConditionFalse, ReasonInvalidSelector, "%s", msg)
 		return -1, "", nil, errors.New(msg)
 	}
@@ -49,7 +49,7 @@ func (c *Controller) proposeReplicas(ctx context.Context, e *evaluation, sc *aut
 	for i, spec := range specs {
 		n, name, reason, err := c.metricProposal(ctx, e, spec, current, pods, selector, tol, &statuses[i])
 		if err != nil {
-			c.recorder.Event(hpa, corev1.EventTypeWarning, reason, err.Error())
+			c.Recorder.Event(hpa, corev1.EventTypeWarning, reason, err.Error())
 			if invalid == 0 {
 				firstErr, firstReason = err, reason
 			}

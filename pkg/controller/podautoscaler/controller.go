@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -20,18 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
@@ -85,27 +80,24 @@ type Config struct {
 	InitialReadinessDelay   time.Duration
 	// Workers is how many HPAs are evaluated at once (default 5).
 	Workers int
-	// Clock is the time of windows, policies and conditions (default:
-	// the real clock).
-	Clock  clock.Clock
-	Logger *slog.Logger
 }
 
 func (c *Config) complete(client kubernetes.Interface) error {
 	if c.Metrics == nil {
 		return errors.New("podautoscaler: a metrics source is required")
 	}
-	if c.Tolerance < 0 || c.SyncPeriod < 0 || c.DownscaleStabilization < 0 || c.Workers < 0 {
-		return errors.New("podautoscaler: negative tolerance, period or worker count")
+	if c.Tolerance < 0 || c.SyncPeriod < 0 || c.DownscaleStabilization < 0 {
+		return errors.New("podautoscaler: negative tolerance or period")
+	}
+	var err error
+	if c.Workers, err = kit.Workers("podautoscaler", c.Workers, DefaultWorkers); err != nil {
+		return err
 	}
 	c.SyncPeriod = cmp.Or(c.SyncPeriod, DefaultSyncPeriod)
 	c.Tolerance = cmp.Or(c.Tolerance, DefaultTolerance)
 	c.DownscaleStabilization = cmp.Or(c.DownscaleStabilization, DefaultDownscaleStabilizationWindow)
 	c.CPUInitializationPeriod = cmp.Or(c.CPUInitializationPeriod, DefaultCPUInitializationPeriod)
 	c.InitialReadinessDelay = cmp.Or(c.InitialReadinessDelay, DefaultInitialReadinessDelay)
-	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
-	c.Clock = cmp.Or[clock.Clock](c.Clock, clock.RealClock{})
-	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Mapper == nil {
 		c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
 	}
@@ -118,62 +110,47 @@ func (c *Config) complete(client kubernetes.Interface) error {
 
 // Controller scales the targets of HorizontalPodAutoscalers.
 type Controller struct {
-	client   kubernetes.Interface
-	hpas     autoscalinglisters.HorizontalPodAutoscalerLister
-	pods     corelisters.PodLister
-	queue    workqueue.TypedRateLimitingInterface[string]
-	loop     *loop.Loop[string]
-	cfg      Config
-	recorder record.EventRecorder
-	log      *slog.Logger
+	kit.Base
+	hpas autoscalinglisters.HorizontalPodAutoscalerLister
+	pods corelisters.PodLister
+	cfg  Config
 
 	mu        sync.Mutex
 	histories map[string]*history // by HPA key
 }
 
-// New validates cfg and wires the controller to factory's HPA and Pod
-// informers. Nothing runs until Start (the caller starts factory).
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
-	if err := cfg.complete(client); err != nil {
+// New validates cfg and wires the controller to kc's HPA and Pod
+// informers. Nothing runs until Start (kit.Run starts the informers).
+// kc's Clock is the time of windows, policies and conditions.
+func New(kc *kit.Context, cfg Config) (*Controller, error) {
+	if err := cfg.complete(kc.Client); err != nil {
 		return nil, err
 	}
-	hpaInf := factory.Autoscaling().V2().HorizontalPodAutoscalers()
-	podInf := factory.Core().V1().Pods()
-	queueClock, _ := cfg.Clock.(clock.WithTicker)
-	broadcaster := record.NewBroadcaster()
+	hpaInf := kc.Factory.Autoscaling().V2().HorizontalPodAutoscalers()
+	podInf := kc.Factory.Core().V1().Pods()
+	b := kc.NewBase("horizontalpodautoscaler", "hpa", cfg.Workers, "horizontal-pod-autoscaler")
+	l := b.Loop
 	c := &Controller{
-		client: client, hpas: hpaInf.Lister(), pods: podInf.Lister(),
-		queue:     loop.NewQueue[string]("horizontalpodautoscaler", queueClock),
+		hpas: hpaInf.Lister(), pods: podInf.Lister(),
+		Base:      b,
 		cfg:       cfg,
-		recorder:  broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "horizontal-pod-autoscaler"}),
-		log:       cfg.Logger.With("controller", "horizontalpodautoscaler"),
 		histories: map[string]*history{},
 	}
-	c.loop = &loop.Loop[string]{
-		Queue: c.queue, ReconcileAfter: c.evaluate, Workers: cfg.Workers,
-		Synced:      []cache.InformerSynced{hpaInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		Broadcaster: broadcaster, Events: client.CoreV1().Events(""),
-		Logger: c.log, KeyAttr: "hpa", Quiet: apierrors.IsConflict,
-	}
-	handler := loop.KeyHandler(c.queue)
+	l.ReconcileAfter = c.evaluate
+	handler := loop.KeyHandler(c.Queue)
 	// Our own status writes come back as updates: only a new spec
 	// (generation) is worth an evaluation before the next period.
 	handler.UpdateFunc = func(old, cur any) {
 		o, ok1 := old.(*autoscalingv2.HorizontalPodAutoscaler)
 		n, ok2 := cur.(*autoscalingv2.HorizontalPodAutoscaler)
 		if !ok1 || !ok2 || o.Generation != n.Generation || !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) {
-			loop.Enqueue(c.queue, cur)
+			loop.Enqueue(c.Queue, cur)
 		}
 	}
-	if _, err := hpaInf.Informer().AddEventHandler(handler); err != nil {
-		return nil, fmt.Errorf("podautoscaler: hpa handler: %w", err)
-	}
-	return c, nil
+	// The pods are read from the cache, not watched.
+	l.Synced = append(l.Synced, podInf.Informer().HasSynced)
+	return c, l.Watch(hpaInf.Informer(), handler)
 }
-
-// Start evaluates every HPA once per sync period, and at once when its
-// spec changes, until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 // evaluate reconciles one HPA and says when to evaluate it again: at its
 // next period while it exists. Only a conflict (our copy was stale) is
@@ -186,7 +163,7 @@ func (c *Controller) evaluate(ctx context.Context, key string) (time.Duration, e
 		return 0, err
 	}
 	if err != nil {
-		c.log.Warn("reconcile failed", "hpa", key, "err", err)
+		c.Log.Warn("reconcile failed", "hpa", key, "err", err)
 	}
 	if ns, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
 		if _, err := c.hpas.HorizontalPodAutoscalers(ns).Get(name); err == nil {
@@ -258,18 +235,18 @@ func (e *evaluation) setCondition(t autoscalingv2.HorizontalPodAutoscalerConditi
 }
 
 func (c *Controller) sync(ctx context.Context, key string, hpa *autoscalingv2.HorizontalPodAutoscaler) (retErr error) {
-	e := &evaluation{hpa: hpa, now: c.cfg.Clock.Now()}
+	e := &evaluation{hpa: hpa, now: c.Clock.Now()}
 	original := hpa.Status.DeepCopy()
 	hpa.Status.ObservedGeneration = &hpa.Generation
 	ref := hpa.Spec.ScaleTargetRef
 	target := fmt.Sprintf("%s/%s/%s", ref.Kind, hpa.Namespace, ref.Name)
-	log := c.log.With("hpa", key, "target", target)
+	log := c.Log.With("hpa", key, "target", target)
 	h := c.historyOf(key, hpa.UID)
 	up, down := completeRules(hpa.Spec.Behavior, c.cfg.DownscaleStabilization, c.cfg.Tolerance)
 
 	sc, gr, err := c.scaleOf(ctx, hpa)
 	if err != nil {
-		c.recorder.Event(hpa, corev1.EventTypeWarning, ReasonFailedGetScale, err.Error())
+		c.Recorder.Event(hpa, corev1.EventTypeWarning, ReasonFailedGetScale, err.Error())
 		e.setCondition(autoscalingv2.AbleToScale, corev1.ConditionFalse, ReasonFailedGetScale,
 			"the HPA controller was unable to get the target's current scale: %v", err)
 		return errors.Join(fmt.Errorf("get scale of %s: %w", target, err), c.writeStatus(ctx, original, hpa))
@@ -309,7 +286,7 @@ func (c *Controller) sync(ctx context.Context, key string, hpa *autoscalingv2.Ho
 		statuses = ms
 		if proposal < 0 {
 			hpa.Status.CurrentReplicas, hpa.Status.CurrentMetrics = current, statuses
-			c.recorder.Event(hpa, corev1.EventTypeWarning, ReasonFailedComputeMetricsReplicas, err.Error())
+			c.Recorder.Event(hpa, corev1.EventTypeWarning, ReasonFailedComputeMetricsReplicas, err.Error())
 			return errors.Join(fmt.Errorf("compute replicas of %s: %w", target, err), c.writeStatus(ctx, original, hpa))
 		}
 		// Some metrics failed but the others are enough to scale on: scale,
@@ -337,7 +314,7 @@ func (c *Controller) sync(ctx context.Context, key string, hpa *autoscalingv2.Ho
 	if rescale {
 		sc.Spec.Replicas = desired
 		if _, err := c.cfg.Scales.Scales(hpa.Namespace).Update(ctx, gr, sc, metav1.UpdateOptions{}); err != nil {
-			c.recorder.Eventf(hpa, corev1.EventTypeWarning, ReasonFailedRescale, "New size: %d; reason: %s; error: %v", desired, reason, err)
+			c.Recorder.Eventf(hpa, corev1.EventTypeWarning, ReasonFailedRescale, "New size: %d; reason: %s; error: %v", desired, reason, err)
 			e.setCondition(autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedUpdateScale",
 				"the HPA controller was unable to update the target scale: %v", err)
 			hpa.Status.CurrentReplicas, hpa.Status.CurrentMetrics = current, statuses
@@ -345,7 +322,7 @@ func (c *Controller) sync(ctx context.Context, key string, hpa *autoscalingv2.Ho
 		}
 		e.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededRescale",
 			"the HPA controller was able to update the target scale to %d", desired)
-		c.recorder.Eventf(hpa, corev1.EventTypeNormal, ReasonSuccessfulRescale, "New size: %d; reason: %s", desired, reason)
+		c.Recorder.Eventf(hpa, corev1.EventTypeNormal, ReasonSuccessfulRescale, "New size: %d; reason: %s", desired, reason)
 		h.recordScale(e.now, current, desired, up, down)
 		log.Info("rescaled", "from", current, "to", desired, "reason", reason)
 		now := metav1.NewTime(e.now)
@@ -365,7 +342,7 @@ func (c *Controller) writeStatus(ctx context.Context, original *autoscalingv2.Ho
 	if apiequality.Semantic.DeepEqual(original, &hpa.Status) {
 		return nil
 	}
-	if _, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace).UpdateStatus(ctx, hpa, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace).UpdateStatus(ctx, hpa, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update status of hpa %s/%s: %w", hpa.Namespace, hpa.Name, err)
 	}
 	return nil

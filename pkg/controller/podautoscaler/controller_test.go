@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 // fakeScales is the targets' /scale, by resource and name.
@@ -100,14 +102,11 @@ func newFixture(t *testing.T, hpa *autoscalingv2.HorizontalPodAutoscaler, replic
 		recorder: record.NewFakeRecorder(100),
 	}
 	f.factory = informers.NewSharedInformerFactory(f.client, 0)
-	c, err := New(f.client, f.factory, Config{
-		Metrics: f.metrics, Scales: f.scales, Mapper: mapper, Clock: f.clock,
-		Logger: slog.New(slog.DiscardHandler),
-	})
+	kc := &kit.Context{Client: f.client, Factory: f.factory, Clock: f.clock, Logger: slog.New(slog.DiscardHandler), Recorder: f.recorder}
+	c, err := New(kc, Config{Metrics: f.metrics, Scales: f.scales, Mapper: mapper})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.recorder = f.recorder
 	f.c = c
 	if err := f.factory.Autoscaling().V2().HorizontalPodAutoscalers().Informer().GetIndexer().Add(hpa); err != nil {
 		t.Fatal(err)
@@ -565,7 +564,7 @@ func TestReconcileForgetsDeletedHPA(t *testing.T) {
 
 func TestNewNeedsMetrics(t *testing.T) {
 	client := k8sfake.NewClientset()
-	if _, err := New(client, informers.NewSharedInformerFactory(client, 0), Config{}); err == nil {
+	if _, err := New(kit.NewContext(client), Config{}); err == nil {
 		t.Error("New without a metrics source: want an error")
 	}
 }

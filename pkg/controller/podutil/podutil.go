@@ -1,6 +1,10 @@
 package podutil
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"net"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // ReadyCondition is the Pod's Ready condition; nil when it has none.
 func ReadyCondition(p *corev1.Pod) *corev1.PodCondition {
@@ -28,3 +32,26 @@ func IsActive(p *corev1.Pod) bool { return !IsTerminal(p) && p.DeletionTimestamp
 
 // IsTerminating: the Pod is being deleted but has not finished.
 func IsTerminating(p *corev1.Pod) bool { return !IsTerminal(p) && p.DeletionTimestamp != nil }
+
+// IPOfFamily is the Pod's IP of one family (IPv6 when v6); "" when it has
+// none of that family.
+func IPOfFamily(p *corev1.Pod, v6 bool) string {
+	if len(p.Status.PodIPs) == 0 {
+		if p.Status.PodIP != "" && IsV6(p.Status.PodIP) == v6 {
+			return p.Status.PodIP
+		}
+		return ""
+	}
+	for _, ip := range p.Status.PodIPs {
+		if IsV6(ip.IP) == v6 {
+			return ip.IP
+		}
+	}
+	return ""
+}
+
+// IsV6: ip is an IPv6 address.
+func IsV6(ip string) bool {
+	p := net.ParseIP(ip)
+	return p != nil && p.To4() == nil
+}

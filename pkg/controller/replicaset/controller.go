@@ -2,27 +2,20 @@ package replicaset
 
 import (
 	"cmp"
-	"context"
+	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/controller/controllerref"
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
@@ -45,20 +38,14 @@ const (
 // controllerKind is what the pods' ownerReferences name.
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
-// Config configures the controller.
+// Config configures the controller; the rest comes from the kit.Context
+// (its Clock drives availability, minReadySeconds, and expectations).
 type Config struct {
 	// Workers is how many ReplicaSets are synced at once (default 5).
 	Workers int
 	// BurstReplicas caps the pods created or deleted in one sync
 	// (default 500).
 	BurstReplicas int
-	Logger        *slog.Logger
-	// Clock drives availability (minReadySeconds) and expectations;
-	// nil means the real clock.
-	Clock clock.PassiveClock
-	// Recorder receives Events; nil means Events are written to the API
-	// through the controller's client while it runs.
-	Recorder record.EventRecorder
 }
 
 // DefaultConfig is the configuration Kubernetes runs with.
@@ -66,80 +53,51 @@ func DefaultConfig() Config {
 	return Config{Workers: DefaultWorkers, BurstReplicas: DefaultBurstReplicas}
 }
 
-func (c *Config) complete() error {
-	if c.Workers < 0 || c.BurstReplicas < 0 {
-		return fmt.Errorf("replicaset: workers (%d) and burst replicas (%d) must not be negative", c.Workers, c.BurstReplicas)
-	}
-	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
-	c.BurstReplicas = cmp.Or(c.BurstReplicas, DefaultBurstReplicas)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
-	c.Clock = cmp.Or[clock.PassiveClock](c.Clock, clock.RealClock{})
-	return nil
-}
-
 // Controller keeps every ReplicaSet's pods at spec.replicas.
 type Controller struct {
-	client       kubernetes.Interface
+	kit.Base
 	rsLister     appslisters.ReplicaSetLister
 	podLister    corelisters.PodLister
-	queue        workqueue.TypedRateLimitingInterface[string]
-	loop         *loop.Loop[string]
-	expectations *expectations
-	recorder     record.EventRecorder
-	clock        clock.PassiveClock
+	expectations *kit.Expectations
 	burst        int
-	log          *slog.Logger
 }
 
-// New validates cfg and wires the controller to factory's ReplicaSet and
-// Pod informers. Nothing runs until Start (the caller starts factory).
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
-	if err := cfg.complete(); err != nil {
+// New validates cfg and wires the controller to kc's ReplicaSet and Pod
+// informers. Nothing runs until Start (kit.Run starts the informers).
+func New(kc *kit.Context, cfg Config) (*Controller, error) {
+	if cfg.BurstReplicas < 0 {
+		return nil, fmt.Errorf("replicaset: burst replicas (%d) must not be negative", cfg.BurstReplicas)
+	}
+	workers, err := kit.Workers("replicaset", cfg.Workers, DefaultWorkers)
+	if err != nil {
 		return nil, err
 	}
-	rsInf, podInf := factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
+	rsInf, podInf := kc.Factory.Apps().V1().ReplicaSets(), kc.Factory.Core().V1().Pods()
+	b := kc.NewBase("replicaset", "replicaset", workers, "replicaset-controller")
+	l := b.Loop
 	c := &Controller{
-		client: client, rsLister: rsInf.Lister(), podLister: podInf.Lister(),
-		queue:        loop.NewQueue[string]("replicaset", nil),
-		expectations: newExpectations(cfg.Clock),
-		recorder:     cfg.Recorder,
-		clock:        cfg.Clock,
-		burst:        cfg.BurstReplicas,
-		log:          cfg.Logger.With("controller", "replicaset"),
+		rsLister: rsInf.Lister(), podLister: podInf.Lister(),
+		Base:         b,
+		expectations: kit.NewExpectations(kc.Clock),
+		burst:        cmp.Or(cfg.BurstReplicas, DefaultBurstReplicas),
 	}
-	c.loop = &loop.Loop[string]{
-		Queue: c.queue, Reconcile: c.Reconcile, Workers: cfg.Workers,
-		Synced: []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		Events: client.CoreV1().Events(""),
-		Logger: c.log, KeyAttr: "replicaset", Quiet: apierrors.IsConflict,
-	}
-	if c.recorder == nil {
-		c.loop.Broadcaster = record.NewBroadcaster()
-		c.recorder = c.loop.Broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "replicaset-controller"})
-	}
-	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
-		DeleteFunc: c.deleteReplicaSet,
-	}); err != nil {
-		return nil, fmt.Errorf("replicaset: replicaset handler: %w", err)
-	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.addPod, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod,
-	}); err != nil {
-		return nil, fmt.Errorf("replicaset: pod handler: %w", err)
-	}
-	return c, nil
+	l.Reconcile = c.Reconcile
+	return c, errors.Join(
+		l.Watch(rsInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueue,
+			UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+			DeleteFunc: c.deleteReplicaSet,
+		}),
+		l.Watch(podInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.addPod, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod,
+		}))
 }
 
-// Start syncs ReplicaSets with Config.Workers workers until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
-
-func (c *Controller) enqueue(obj any) { loop.Enqueue(c.queue, obj) }
+func (c *Controller) enqueue(obj any) { loop.Enqueue(c.Queue, obj) }
 
 func (c *Controller) enqueueAfter(rs *appsv1.ReplicaSet, d time.Duration) {
 	if key, err := cache.MetaNamespaceKeyFunc(rs); err == nil {
-		c.queue.AddAfter(key, d)
+		c.Queue.AddAfter(key, d)
 	}
 }
 
@@ -150,8 +108,8 @@ func (c *Controller) deleteReplicaSet(obj any) {
 	}
 	// What was pending for the old object no longer matters; a
 	// ReplicaSet of the same name starts afresh.
-	c.expectations.forget(key)
-	c.queue.Add(key)
+	c.expectations.Forget(key)
+	c.Queue.Add(key)
 }
 
 // resolve is the ReplicaSet a controller reference in namespace ns
@@ -183,8 +141,8 @@ func (c *Controller) addPod(obj any) {
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		if rs := c.resolve(pod.Namespace, ref); rs != nil {
 			key, _ := cache.MetaNamespaceKeyFunc(rs)
-			c.expectations.creationObserved(key)
-			c.queue.Add(key)
+			c.expectations.CreationObserved(key)
+			c.Queue.Add(key)
 		}
 		return
 	}
@@ -245,6 +203,6 @@ func (c *Controller) deletePod(obj any) {
 	if err != nil {
 		return
 	}
-	c.expectations.deletionObserved(key, podKey(pod))
-	c.queue.Add(key)
+	c.expectations.DeletionObserved(key, podKey(pod))
+	c.Queue.Add(key)
 }

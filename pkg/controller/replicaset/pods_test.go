@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 var t0 = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -190,38 +189,5 @@ func TestSlowStartBatch(t *testing.T) {
 				t.Fatalf("got ok=%d calls=%d err=%v; want ok=%d calls=%d failure=%v", ok, calls.Load(), err, tc.wantOK, tc.wantCalls, tc.wantFailure)
 			}
 		})
-	}
-}
-
-func TestExpectations(t *testing.T) {
-	clk := clocktesting.NewFakeClock(t0)
-	e := newExpectations(clk)
-	if !e.satisfied("ns/rs") {
-		t.Fatal("unknown key should be satisfied")
-	}
-	e.expectCreations("ns/rs", 2)
-	e.creationObserved("ns/rs")
-	if e.satisfied("ns/rs") {
-		t.Fatal("satisfied with a creation pending")
-	}
-	e.creationObserved("ns/rs")
-	if !e.satisfied("ns/rs") {
-		t.Fatal("not satisfied after both creations were seen")
-	}
-
-	e.expectDeletions("ns/rs", []string{"ns/a", "ns/b"})
-	e.deletionObserved("ns/rs", "ns/a")
-	e.deletionObserved("ns/rs", "ns/a") // marked for deletion, then removed
-	if e.satisfied("ns/rs") {
-		t.Fatal("one pod seen going twice satisfied two deletions")
-	}
-	clk.Step(expectationsTTL + time.Second)
-	if !e.satisfied("ns/rs") {
-		t.Fatal("expectations did not expire")
-	}
-	e.expectDeletions("ns/rs", []string{"ns/c"})
-	e.forget("ns/rs")
-	if !e.satisfied("ns/rs") {
-		t.Fatal("forgotten key should be satisfied")
 	}
 }

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 // fixture is a controller on a fake clientset whose informer caches the
@@ -53,7 +55,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		return false, nil, nil
 	})
 	f.factory = informers.NewSharedInformerFactory(f.client, 0)
-	c, err := New(f.client, f.factory, Config{Logger: slog.New(slog.DiscardHandler), Clock: f.clock, Recorder: f.recorder})
+	kc := &kit.Context{Client: f.client, Factory: f.factory, Clock: f.clock, Logger: slog.New(slog.DiscardHandler), Recorder: f.recorder}
+	c, err := New(kc, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,12 +256,12 @@ func TestScaleDownDeletesInOrder(t *testing.T) {
 		t.Fatalf("deleted %v, want the pending and the unscheduled pod", deleted)
 	}
 	// Until both deletions are seen, nothing else happens.
-	if f.c.expectations.satisfied("ns/web") {
+	if f.c.expectations.Satisfied("ns/web") {
 		t.Fatal("expectations satisfied before the deletions were seen")
 	}
 	f.c.deletePod(pods[2])
 	f.c.deletePod(pods[3])
-	if !f.c.expectations.satisfied("ns/web") {
+	if !f.c.expectations.Satisfied("ns/web") {
 		t.Fatal("expectations not satisfied after the deletions were seen")
 	}
 	if evs := f.events(); len(evs) != 2 || !strings.HasPrefix(evs[0], "Normal SuccessfulDelete Deleted pod: ") {
@@ -330,10 +333,10 @@ func TestCreateFailureSetsReplicaFailure(t *testing.T) {
 	if n := len(f.actions("create", "pods")); n != 1 {
 		t.Fatalf("%d create calls, want 1", n)
 	}
-	if !f.c.expectations.satisfied("ns/web") {
+	if !f.c.expectations.Satisfied("ns/web") {
 		t.Fatal("creations never issued are still expected")
 	}
-	cond := getCondition(f.rs("web").Status, appsv1.ReplicaSetReplicaFailure)
+	cond := kit.GetCondition(f.rs("web").Status.Conditions, appsv1.ReplicaSetReplicaFailure)
 	if cond == nil || cond.Status != corev1.ConditionTrue || cond.Reason != "FailedCreate" || !strings.Contains(cond.Message, "exceeded quota") {
 		t.Fatalf("ReplicaFailure = %+v", cond)
 	}
@@ -347,7 +350,7 @@ func TestCreateFailureSetsReplicaFailure(t *testing.T) {
 	if err := f.sync("ns/web"); err != nil {
 		t.Fatal(err)
 	}
-	if st := f.rs("web").Status; getCondition(st, appsv1.ReplicaSetReplicaFailure) != nil || st.Replicas != 0 {
+	if st := f.rs("web").Status; kit.GetCondition(st.Conditions, appsv1.ReplicaSetReplicaFailure) != nil || st.Replicas != 0 {
 		t.Fatalf("status = %+v, want no ReplicaFailure (pods not yet seen)", st)
 	}
 	if n := len(f.pods()); n != 5 {
@@ -384,18 +387,18 @@ func TestPodEventsReachTheirReplicaSet(t *testing.T) {
 	orphan := testPod("orphan", "n1", corev1.PodRunning, true)
 	orphan.Labels = map[string]string{"app": "web"}
 	f.c.addPod(orphan)
-	if f.c.queue.Len() != 1 {
-		t.Fatalf("queue has %d keys after an orphan appeared, want 1", f.c.queue.Len())
+	if f.c.Queue.Len() != 1 {
+		t.Fatalf("queue has %d keys after an orphan appeared, want 1", f.c.Queue.Len())
 	}
-	key, _ := f.c.queue.Get()
-	f.c.queue.Done(key)
+	key, _ := f.c.Queue.Get()
+	f.c.Queue.Done(key)
 	if key != "ns/web" {
 		t.Fatalf("queued %q", key)
 	}
 	stranger := testPod("stranger", "n1", corev1.PodRunning, true)
 	stranger.Labels = map[string]string{"app": "db"}
 	f.c.addPod(stranger)
-	if f.c.queue.Len() != 0 {
+	if f.c.Queue.Len() != 0 {
 		t.Fatal("a pod nobody selects queued a ReplicaSet")
 	}
 }

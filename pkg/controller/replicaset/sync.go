@@ -2,8 +2,6 @@ package replicaset
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/controller/controllerref"
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/podutil"
 )
 
@@ -35,7 +34,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	}
 	rs, err := c.rsLister.ReplicaSets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.expectations.forget(key)
+		c.expectations.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -45,12 +44,12 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if err != nil || selector.Empty() {
 		// The apiserver rejects such ReplicaSets; one that got in
 		// anyway must not claim every pod in the namespace.
-		c.log.Warn("ignoring replicaset with an invalid or empty selector", "replicaset", key, "err", err)
+		c.Log.Warn("ignoring replicaset with an invalid or empty selector", "replicaset", key, "err", err)
 		return nil
 	}
 	// Read before the pods: a pod the informer reports after this
 	// point is covered by the next sync.
-	needsSync := c.expectations.satisfied(key)
+	needsSync := c.expectations.Satisfied(key)
 
 	all, err := c.podLister.Pods(ns).List(labels.Everything())
 	if err != nil {
@@ -75,7 +74,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if needsSync && rs.DeletionTimestamp == nil {
 		manageErr = c.manageReplicas(ctx, key, rs, pods)
 	}
-	status := calculateStatus(rs, pods, terminating, manageErr, c.clock.Now())
+	status := calculateStatus(rs, pods, terminating, manageErr, c.Clock.Now())
 	updated, err := c.updateStatus(ctx, rs.DeepCopy(), status)
 	if err != nil {
 		return err
@@ -100,91 +99,15 @@ func replicasOf(rs *appsv1.ReplicaSet) int32 {
 // orphans its selector matches and releasing its pods it no longer
 // matches.
 func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
-	canAdopt := controllerref.AdoptionCheck("replicaset", rs, func() (metav1.Object, error) {
-		return c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
-	})
-
-	var claimed []*corev1.Pod
-	var errs []error
-	for _, pod := range pods {
-		matches := selector.Matches(labels.Set(pod.Labels))
-		if ref := metav1.GetControllerOf(pod); ref != nil {
-			switch {
-			case ref.UID != rs.UID:
-				// Someone else's.
-			case matches:
-				claimed = append(claimed, pod)
-			case rs.DeletionTimestamp == nil:
-				if err := c.releasePod(ctx, rs, pod); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			continue
-		}
-		if !matches || rs.DeletionTimestamp != nil || pod.DeletionTimestamp != nil {
-			continue
-		}
-		if err := canAdopt(); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := c.adoptPod(ctx, rs, pod); err != nil {
-			if !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		claimed = append(claimed, pod)
+	m := &controllerref.Claimer[*corev1.Pod]{
+		Owner: rs, Kind: controllerKind, Selector: selector,
+		Get: func(ctx context.Context) (metav1.Object, error) {
+			return c.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		},
+		Patch:     controllerref.PatchWith(c.Client.CoreV1().Pods(rs.Namespace).Patch),
+		Dependent: "pod", Logger: c.Log,
 	}
-	return claimed, errors.Join(errs...)
-}
-
-// ownerPatch is a strategic merge patch of a pod's ownerReferences; the
-// pod's UID in it makes the patch fail on a pod recreated under the same
-// name.
-type ownerPatch struct {
-	Metadata ownerPatchMeta `json:"metadata"`
-}
-
-type ownerPatchMeta struct {
-	OwnerReferences []map[string]any `json:"ownerReferences"`
-	UID             types.UID        `json:"uid"`
-}
-
-func (c *Controller) adoptPod(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
-	ref := metav1.NewControllerRef(rs, controllerKind)
-	patch, err := json.Marshal(ownerPatch{Metadata: ownerPatchMeta{UID: pod.UID, OwnerReferences: []map[string]any{{
-		"apiVersion": ref.APIVersion, "kind": ref.Kind, "name": ref.Name, "uid": ref.UID,
-		"controller": true, "blockOwnerDeletion": true,
-	}}}})
-	if err != nil {
-		return err
-	}
-	if _, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("adopt pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	c.log.Info("adopted pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", pod.Name)
-	return nil
-}
-
-func (c *Controller) releasePod(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
-	patch, err := json.Marshal(ownerPatch{Metadata: ownerPatchMeta{UID: pod.UID, OwnerReferences: []map[string]any{{
-		"$patch": "delete", "uid": rs.UID,
-	}}}})
-	if err != nil {
-		return err
-	}
-	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-		// Gone, or already without our reference, or replaced by a
-		// new pod of the same name: nothing to release.
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("release pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	c.log.Info("released pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", pod.Name)
-	return nil
+	return m.Claim(ctx, pods)
 }
 
 // manageReplicas creates or deletes pods so that rs has spec.replicas.
@@ -195,28 +118,26 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.
 		n := min(-diff, c.burst)
 		// Expect all n before the first call: the informer may report
 		// a pod before its create call returns.
-		c.expectations.expectCreations(key, n)
+		c.expectations.ExpectCreations(key, n)
 		created, err := slowStartBatch(n, 1, func() error { return c.createPod(ctx, rs) })
 		// Creations never issued will never be observed.
-		for range n - created {
-			c.expectations.creationObserved(key)
-		}
+		c.expectations.CreationsObserved(key, n-created)
 		return err
 	case diff > 0:
 		n := min(diff, c.burst)
-		victims := podsToDelete(pods, c.relatedPods(rs), n, c.clock.Now())
+		victims := podsToDelete(pods, c.relatedPods(rs), n, c.Clock.Now())
 		keys := make([]string, len(victims))
 		for i, p := range victims {
 			keys[i] = podKey(p)
 		}
-		c.expectations.expectDeletions(key, keys)
+		c.expectations.ExpectDeletions(key, keys...)
 		errCh := make(chan error, len(victims))
 		var wg sync.WaitGroup
 		for _, p := range victims {
 			wg.Go(func() {
 				if err := c.deletePodOf(ctx, rs, p); err != nil {
 					// Never observed either.
-					c.expectations.deletionObserved(key, podKey(p))
+					c.expectations.DeletionObserved(key, podKey(p))
 					if !apierrors.IsNotFound(err) {
 						errCh <- err
 					}
@@ -276,29 +197,29 @@ func podFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
 }
 
 func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
-	pod, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, podFromTemplate(rs), metav1.CreateOptions{})
+	pod, err := c.Client.CoreV1().Pods(rs.Namespace).Create(ctx, podFromTemplate(rs), metav1.CreateOptions{})
 	if err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			// The namespace is going away, and the ReplicaSet with it.
 			return nil
 		}
-		c.recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
+		c.Recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
 		return fmt.Errorf("create pod for replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
-	c.recorder.Eventf(rs, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: %s", pod.Name)
+	c.Recorder.Eventf(rs, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: %s", pod.Name)
 	return nil
 }
 
 func (c *Controller) deletePodOf(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
+	err := c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return err
 	}
 	if err != nil {
-		c.recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
+		c.Recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
 		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	c.recorder.Eventf(rs, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: %s", pod.Name)
+	c.Recorder.Eventf(rs, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: %s", pod.Name)
 	return nil
 }
 
@@ -347,19 +268,19 @@ func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, terminating int3
 			}
 		}
 	}
-	failure := getCondition(st, appsv1.ReplicaSetReplicaFailure)
+	failure := kit.GetCondition(st.Conditions, appsv1.ReplicaSetReplicaFailure)
 	switch {
 	case manageErr != nil && failure == nil:
 		reason := "FailedCreate"
 		if len(pods) > int(replicasOf(rs)) {
 			reason = "FailedDelete"
 		}
-		setCondition(&st, appsv1.ReplicaSetCondition{
+		st.Conditions = kit.SetCondition(st.Conditions, appsv1.ReplicaSetCondition{
 			Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue,
 			LastTransitionTime: metav1.NewTime(now), Reason: reason, Message: manageErr.Error(),
 		})
 	case manageErr == nil && failure != nil:
-		removeCondition(&st, appsv1.ReplicaSetReplicaFailure)
+		st.Conditions = kit.RemoveCondition(st.Conditions, appsv1.ReplicaSetReplicaFailure)
 	}
 	st.Replicas = int32(len(pods))
 	st.FullyLabeledReplicas = fullyLabeled
@@ -367,40 +288,6 @@ func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, terminating int3
 	st.AvailableReplicas = available
 	st.TerminatingReplicas = ptr.To(terminating)
 	return st
-}
-
-func getCondition(st appsv1.ReplicaSetStatus, t appsv1.ReplicaSetConditionType) *appsv1.ReplicaSetCondition {
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == t {
-			return &st.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// setCondition adds or replaces the condition of c's type, keeping the
-// transition time when the status stays the same.
-func setCondition(st *appsv1.ReplicaSetStatus, c appsv1.ReplicaSetCondition) {
-	if cur := getCondition(*st, c.Type); cur != nil {
-		if cur.Status == c.Status && cur.Reason == c.Reason {
-			return
-		}
-		if cur.Status == c.Status {
-			c.LastTransitionTime = cur.LastTransitionTime
-		}
-	}
-	removeCondition(st, c.Type)
-	st.Conditions = append(st.Conditions, c)
-}
-
-func removeCondition(st *appsv1.ReplicaSetStatus, t appsv1.ReplicaSetConditionType) {
-	var kept []appsv1.ReplicaSetCondition
-	for _, c := range st.Conditions {
-		if c.Type != t {
-			kept = append(kept, c)
-		}
-	}
-	st.Conditions = kept
 }
 
 // updateStatus writes st (with observedGeneration) unless rs already has
@@ -412,7 +299,7 @@ func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 	if equality.Semantic.DeepEqual(rs.Status, st) {
 		return rs, nil
 	}
-	client := c.client.AppsV1().ReplicaSets(rs.Namespace)
+	client := c.Client.AppsV1().ReplicaSets(rs.Namespace)
 	for i := 0; ; i++ {
 		rs.Status = st
 		updated, err := client.UpdateStatus(ctx, rs, metav1.UpdateOptions{})

@@ -1,93 +1,58 @@
 package ttlafterfinished
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
 
 // DefaultWorkers is kube-controller-manager's --concurrent-ttl-after-finished-syncs.
 const DefaultWorkers = 5
 
-// Config configures the controller.
+// Config configures the controller; the rest comes from the kit.Context
+// (its Clock tells when a Job expires and drives the queue's delays).
 type Config struct {
 	// Workers is how many Jobs are looked at once (default 5).
 	Workers int
-	// Clock tells when a Job expires and drives the queue's delays
-	// (default the real clock).
-	Clock  clock.WithTicker
-	Logger *slog.Logger
-}
-
-func (c *Config) complete() error {
-	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
-	if c.Workers < 0 {
-		return fmt.Errorf("ttlafterfinished: workers %d: want at least 1", c.Workers)
-	}
-	c.Clock = cmp.Or[clock.WithTicker](c.Clock, clock.RealClock{})
-	c.Logger = cmp.Or(c.Logger, slog.Default())
-	return nil
 }
 
 // Controller deletes finished Jobs whose TTL is up.
 type Controller struct {
-	cfg    Config
-	client kubernetes.Interface
-	jobs   batchlisters.JobLister
-	queue  workqueue.TypedRateLimitingInterface[string]
-	loop   *loop.Loop[string]
-	clock  clock.WithTicker
-	log    *slog.Logger
+	kit.Base
+	jobs batchlisters.JobLister
 }
 
-// New wires the controller to factory's Job informer. Nothing runs until
-// Start (the caller starts factory).
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
-	if err := cfg.complete(); err != nil {
+// New wires the controller to kc's Job informer. Nothing runs until
+// Start (kit.Run starts the informers).
+func New(kc *kit.Context, cfg Config) (*Controller, error) {
+	workers, err := kit.Workers("ttlafterfinished", cfg.Workers, DefaultWorkers)
+	if err != nil {
 		return nil, err
 	}
-	inf := factory.Batch().V1().Jobs()
-	c := &Controller{
-		cfg: cfg, client: client, jobs: inf.Lister(),
-		queue: loop.NewQueue[string]("ttl_jobs_to_delete", cfg.Clock),
-		clock: cfg.Clock,
-		log:   cfg.Logger.With("controller", "ttlafterfinished"),
-	}
-	c.loop = &loop.Loop[string]{
-		Queue: c.queue, ReconcileAfter: c.Reconcile, Workers: cfg.Workers,
-		Synced: []cache.InformerSynced{inf.Informer().HasSynced},
-		Logger: c.log, KeyAttr: "job",
-	}
+	inf := kc.Factory.Batch().V1().Jobs()
+	b := kc.NewBase("ttlafterfinished", "job", workers, "")
+	l := b.Loop
+	c := &Controller{Base: b, jobs: inf.Lister()}
+	l.ReconcileAfter = c.Reconcile
 	enqueue := func(obj any) {
 		if job, ok := obj.(*batchv1.Job); ok && needsCleanup(job) {
-			loop.Enqueue(c.queue, job)
+			loop.Enqueue(c.Queue, job)
 		}
 	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	return c, l.Watch(inf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
-	}); err != nil {
-		return nil, fmt.Errorf("ttlafterfinished: job handler: %w", err)
-	}
-	return c, nil
+	})
 }
-
-// Start runs the workers until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 // Reconcile deletes the Job if its TTL is up, or says how long until it
 // is.
@@ -107,7 +72,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (time.Duration, 
 		return left, nil
 	}
 	// The cache may be behind a TTL change: decide on the fresh Job.
-	fresh, err := c.client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	fresh, err := c.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	}
@@ -118,7 +83,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (time.Duration, 
 		return left, nil
 	}
 	policy := metav1.DeletePropagationBackground
-	err = c.client.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{
+	err = c.Client.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{
 		PropagationPolicy: &policy,
 		Preconditions:     &metav1.Preconditions{UID: &fresh.UID},
 	})
@@ -128,7 +93,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (time.Duration, 
 	if err != nil {
 		return 0, fmt.Errorf("delete job %s: %w", key, err)
 	}
-	c.log.Info("deleted finished job whose TTL is up", "job", key, "ttlSeconds", *fresh.Spec.TTLSecondsAfterFinished)
+	c.Log.Info("deleted finished job whose TTL is up", "job", key, "ttlSeconds", *fresh.Spec.TTLSecondsAfterFinished)
 	return 0, nil
 }
 
@@ -143,7 +108,7 @@ func (c *Controller) timeLeft(job *batchv1.Job) (left time.Duration, expired boo
 		return 0, false
 	}
 	expireAt := finishedAt.Add(time.Duration(*job.Spec.TTLSecondsAfterFinished) * time.Second)
-	left = expireAt.Sub(c.clock.Now())
+	left = expireAt.Sub(c.Clock.Now())
 	if left <= 0 {
 		return 0, true
 	}

@@ -16,6 +16,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/controller/kit"
 )
 
 func TestReconcile(t *testing.T) {
@@ -57,7 +59,8 @@ func TestReconcile(t *testing.T) {
 				return false, nil, nil
 			})
 			factory := informers.NewSharedInformerFactory(client, 0)
-			c, err := New(client, factory, Config{Clock: clocktesting.NewFakeClock(t0), Logger: slog.New(slog.DiscardHandler)})
+			kc := &kit.Context{Client: client, Factory: factory, Clock: clocktesting.NewFakeClock(t0), Logger: slog.New(slog.DiscardHandler)}
+			c, err := New(kc, Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
