@@ -117,6 +117,12 @@ func (m *Claimer[T]) patchOwner(ctx context.Context, obj T, ref map[string]any) 
 	return m.Patch(ctx, obj.GetName(), patch)
 }
 
+// GetWith is a Claimer's Get made of a typed client's Get method and the
+// owner's name.
+func GetWith[R metav1.Object](get func(ctx context.Context, name string, opts metav1.GetOptions) (R, error), name string) func(context.Context) (metav1.Object, error) {
+	return func(ctx context.Context) (metav1.Object, error) { return get(ctx, name, metav1.GetOptions{}) }
+}
+
 // PatchWith is a Claimer's Patch made of a typed client's Patch method.
 func PatchWith[R any](patch func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (R, error)) func(context.Context, string, []byte) error {
 	return func(ctx context.Context, name string, data []byte) error {

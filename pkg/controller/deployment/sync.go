@@ -89,12 +89,9 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment,
 		return nil, err
 	}
 	m := &controllerref.Claimer[*appsv1.ReplicaSet]{
-		Owner: d, Kind: controllerKind, Selector: selector,
-		Get: func(ctx context.Context) (metav1.Object, error) {
-			return c.Client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-		},
-		Patch:     controllerref.PatchWith(c.Client.AppsV1().ReplicaSets(d.Namespace).Patch),
-		Dependent: "replicaset", Logger: c.Log,
+		Owner: d, Kind: controllerKind, Selector: selector, Dependent: "replicaset", Logger: c.Log,
+		Get:   controllerref.GetWith(c.Client.AppsV1().Deployments(d.Namespace).Get, d.Name),
+		Patch: controllerref.PatchWith(c.Client.AppsV1().ReplicaSets(d.Namespace).Patch),
 	}
 	return m.Claim(ctx, all)
 }

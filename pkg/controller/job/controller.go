@@ -86,12 +86,10 @@ func New(kc *kit.Context, cfg Config) (*Controller, error) {
 	}
 	l.Reconcile = c.Reconcile
 	l.Also = []func(context.Context){orphans.Work}
+	jobHandler := loop.KeyHandler(c.Queue)
+	jobHandler.DeleteFunc = c.jobDeleted
 	return c, errors.Join(
-		l.Watch(jobInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueJob,
-			UpdateFunc: func(_, cur any) { c.enqueueJob(cur) },
-			DeleteFunc: c.jobDeleted,
-		}),
+		l.Watch(jobInf.Informer(), jobHandler),
 		l.Watch(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.podAdded,
 			UpdateFunc: c.podUpdated,

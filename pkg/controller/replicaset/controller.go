@@ -82,12 +82,10 @@ func New(kc *kit.Context, cfg Config) (*Controller, error) {
 		burst:        cmp.Or(cfg.BurstReplicas, DefaultBurstReplicas),
 	}
 	l.Reconcile = c.Reconcile
+	rsHandler := loop.KeyHandler(c.Queue)
+	rsHandler.DeleteFunc = c.deleteReplicaSet
 	return c, errors.Join(
-		l.Watch(rsInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueue,
-			UpdateFunc: func(_, cur any) { c.enqueue(cur) },
-			DeleteFunc: c.deleteReplicaSet,
-		}),
+		l.Watch(rsInf.Informer(), rsHandler),
 		l.Watch(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: c.addPod, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod,
 		}))

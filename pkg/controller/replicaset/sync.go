@@ -100,12 +100,9 @@ func replicasOf(rs *appsv1.ReplicaSet) int32 {
 // matches.
 func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	m := &controllerref.Claimer[*corev1.Pod]{
-		Owner: rs, Kind: controllerKind, Selector: selector,
-		Get: func(ctx context.Context) (metav1.Object, error) {
-			return c.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
-		},
-		Patch:     controllerref.PatchWith(c.Client.CoreV1().Pods(rs.Namespace).Patch),
-		Dependent: "pod", Logger: c.Log,
+		Owner: rs, Kind: controllerKind, Selector: selector, Dependent: "pod", Logger: c.Log,
+		Get:   controllerref.GetWith(c.Client.AppsV1().ReplicaSets(rs.Namespace).Get, rs.Name),
+		Patch: controllerref.PatchWith(c.Client.CoreV1().Pods(rs.Namespace).Patch),
 	}
 	return m.Claim(ctx, pods)
 }
