@@ -21,12 +21,9 @@ type Approver struct{ *base }
 // until Start (kit.Run starts the informers).
 func NewApprover(kc *kit.Context, cfg Config) (*Approver, error) {
 	b, err := newBase("csrapproving", kc, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("csrapproving: %w", err)
-	}
 	a := &Approver{b}
 	b.Loop.Reconcile = a.Reconcile
-	return a, nil
+	return a, err
 }
 
 // Reconcile approves CSR name if it is pending and the rules allow it.

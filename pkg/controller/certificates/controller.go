@@ -24,6 +24,7 @@ type base struct {
 	now    func() time.Time
 }
 
+// newBase is the base of the controller called name; an error names it.
 func newBase(name string, kc *kit.Context, cfg Config) (*base, error) {
 	inf := kc.Factory.Certificates().V1().CertificateSigningRequests()
 	b := &base{Base: kc.NewBase(name, "csr", 2, ""), lister: inf.Lister(), now: cfg.Now}

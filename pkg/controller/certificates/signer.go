@@ -49,12 +49,9 @@ func NewSigner(kc *kit.Context, ca CA, cfg SignerConfig) (*Signer, error) {
 		cfg.Duration = DefaultDuration
 	}
 	b, err := newBase("csrsigning", kc, cfg.Config)
-	if err != nil {
-		return nil, fmt.Errorf("csrsigning: %w", err)
-	}
 	s := &Signer{base: b, ca: ca, duration: cfg.Duration}
 	b.Loop.Reconcile = s.Reconcile
-	return s, nil
+	return s, err
 }
 
 // Reconcile issues CSR name's certificate once it is approved, or marks it
