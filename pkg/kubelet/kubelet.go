@@ -39,7 +39,8 @@ type Config struct {
 	Labels map[string]string
 	Taints []corev1.Taint
 	// LeaseDuration is how long the node's Lease is valid (default 40s);
-	// HeartbeatInterval how often it is renewed (default 10s).
+	// HeartbeatInterval how often it is renewed (default a quarter of
+	// LeaseDuration, as the kubelet's renew interval is).
 	LeaseDuration     time.Duration
 	HeartbeatInterval time.Duration
 	// NodeStatusInterval is how often the Node's status is written even
@@ -86,7 +87,7 @@ func (c *Config) complete() error {
 		c.LeaseDuration = 40 * time.Second
 	}
 	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = 10 * time.Second
+		c.HeartbeatInterval = c.LeaseDuration / 4
 	}
 	if c.NodeStatusInterval == 0 {
 		c.NodeStatusInterval = time.Minute

@@ -63,7 +63,12 @@ type Config struct {
 	// Capacity adds to what the machine reports, e.g. extended resources
 	// such as nvidia.com/gpu.
 	Capacity corev1.ResourceList
-	Logger   *slog.Logger
+	// LeaseDuration is how long the node's heartbeat Lease is valid
+	// (kubelet default 40s); the kubelet renews it every quarter of it. A
+	// cluster whose node monitor grace period is shorter than the default
+	// needs a shorter lease, or healthy nodes look unreachable.
+	LeaseDuration time.Duration
+	Logger        *slog.Logger
 }
 
 // Run runs the node's parts (Parts) until ctx ends or one of them fails;
@@ -206,7 +211,7 @@ func runKubelet(ctx context.Context, cfg Config, client kubernetes.Interface, ad
 	defer provider.Close()
 	k, err := kubelet.New(kubelet.Config{
 		Client: client, NodeName: cfg.NodeName, Provider: provider, Labels: cfg.Labels,
-		ServerAddress: cfg.KubeletAddress, ClientCA: cfg.ClientCA, Logger: log,
+		ServerAddress: cfg.KubeletAddress, ClientCA: cfg.ClientCA, LeaseDuration: cfg.LeaseDuration, Logger: log,
 		Listen: func(proto, address string) (ln net.Listener, err error) {
 			err = network.InNetNS(cfg.HostNetNS, func() error {
 				ln, err = net.Listen(proto, address)

@@ -55,6 +55,9 @@ type cluster struct {
 	clusterDNS []string
 	// proxyMode is the nodes' service proxy mode (newClusterProxyMode).
 	proxyMode string
+	// nodeLease is the kubelets' Lease duration: the tuned node monitor
+	// grace period, so healthy nodes renew several times within it.
+	nodeLease time.Duration
 }
 
 // testNode is one kubelet: its namespace, address and the node.Run
@@ -155,6 +158,7 @@ func (c *cluster) startControlPlane(tune func(*controlplane.Config)) {
 	if tune != nil {
 		tune(&cfg)
 	}
+	c.nodeLease = cfg.Controllers.NodeMonitorGracePeriod
 	go func() { done <- controlplane.Run(ctx, cfg) }()
 	select {
 	case c.cp = <-ready:
@@ -217,7 +221,7 @@ func (c *cluster) startNode(n *testNode) {
 		ClientCA: c.cp.Bundle.CAPool, ContainerdAddress: c.containerd,
 		ClusterCIDR: controlplane.DefaultClusterCIDR, ServiceCIDR: serviceCIDR, RootDir: n.rootDir, ClusterDNS: c.clusterDNS,
 		KubeletAddress: net.JoinHostPort(n.ip.String(), "10250"), HostNetNS: n.netns, ProxyMode: c.proxyMode,
-		Logger: c.logger().With("node", n.name),
+		LeaseDuration: c.nodeLease, Logger: c.logger().With("node", n.name),
 	}
 	go func() { n.done <- node.Run(ctx, cfg) }()
 }
