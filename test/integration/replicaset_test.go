@@ -181,6 +181,9 @@ func TestReplicaSetScaleDownOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As kubectl scale does: no resourceVersion, so the controller's own
+	// status writes in between do not make the request a conflict.
+	scale.ResourceVersion = ""
 	scale.Spec.Replicas = 2
 	if _, err := rss.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
