@@ -24,7 +24,7 @@ func Resource(resource string) schema.GroupResource {
 }
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &DNSRecord{}, &DNSRecordList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &DNSRecord{}, &DNSRecordList{}, &Function{}, &FunctionList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -49,4 +50,90 @@ type DNSRecordList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 
 	Items []DNSRecord `json:"items"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Function is Python code served over HTTP: each revision of its code and
+// settings is built into an image, run as pods scaled with the requests
+// (from and to zero), and reached at /function/<namespace>/<name> on the
+// gateway.
+type Function struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FunctionSpec   `json:"spec"`
+	Status FunctionStatus `json:"status,omitempty"`
+}
+
+// FunctionSpec is the code of a function and how it runs and scales.
+type FunctionSpec struct {
+	// Runtime is the base the code runs on: python3, or python3-ml (with numpy and scikit-learn).
+	Runtime string `json:"runtime"`
+	// Handler is module.function, called for each request (default main.handle).
+	Handler string `json:"handler,omitempty"`
+	// Source is where the code is.
+	Source FunctionSource `json:"source"`
+	// Scale bounds and steers the number of instances.
+	Scale FunctionScale `json:"scale,omitempty"`
+	// Env is set in every instance, as a container's env.
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// Resources are each instance's requests and limits, as a container's.
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Timeout is the longest a request may take (default 60s); a slower one answers 504.
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// FunctionSource is the function's code: inline, or files in a ConfigMap.
+type FunctionSource struct {
+	// Inline is the source of the handler's module (module.py), for one-file functions.
+	Inline string `json:"inline,omitempty"`
+	// ConfigMap names a ConfigMap of the function's namespace whose keys are the files of the
+	// function (data or binaryData); a key ending in .zip is an archive unpacked in place.
+	ConfigMap *FunctionSourceConfigMap `json:"configMap,omitempty"`
+}
+
+// FunctionSourceConfigMap names a ConfigMap holding a function's files.
+type FunctionSourceConfigMap struct {
+	Name string `json:"name"`
+}
+
+// FunctionScale bounds and steers how many instances a function has.
+type FunctionScale struct {
+	// MinScale is the fewest instances (default 0: scale to zero when idle).
+	MinScale *int32 `json:"minScale,omitempty"`
+	// MaxScale is the most instances (default 10).
+	MaxScale *int32 `json:"maxScale,omitempty"`
+	// Target is the requests in flight per instance the autoscaler aims at (default 4).
+	Target *int32 `json:"target,omitempty"`
+	// ScaleToZeroAfter is how long a function with no request keeps its last instance (default 30s).
+	ScaleToZeroAfter *metav1.Duration `json:"scaleToZeroAfter,omitempty"`
+}
+
+// FunctionStatus is what the function controller and autoscaler report.
+type FunctionStatus struct {
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Revision counts the changes of code or settings: each is built into a new image.
+	Revision int64 `json:"revision,omitempty"`
+	// Image is the current revision's image in the cluster's registry.
+	Image string `json:"image,omitempty"`
+	// SourceHash identifies what the current revision was built from.
+	SourceHash string `json:"sourceHash,omitempty"`
+	// URL is where the function answers, through the gateway.
+	URL string `json:"url,omitempty"`
+	// Instances and ReadyInstances count the function's pods.
+	Instances      int32 `json:"instances"`
+	ReadyInstances int32 `json:"readyInstances"`
+	// Conditions: Ready (reasons such as BuildFailed, HandlerNotFound, SourceNotFound).
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// FunctionList is a list of Functions.
+type FunctionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Function `json:"items"`
 }
