@@ -60,9 +60,12 @@ func TestDiscoveryDNSRecords(t *testing.T) {
 				!slices.Equal(r.ShortNames, []string{"dnsr"}) || len(r.Categories) != 0) {
 				t.Errorf("dnsrecords: %+v", r)
 			}
+			if r.Name == "functions" && (r.Kind != "Function" || !r.Namespaced || !slices.Equal(r.ShortNames, []string{"fn"})) {
+				t.Errorf("functions: %+v", r)
+			}
 		}
 	}
-	if !slices.Equal(names, []string{"dnsrecords", "dnsrecords/status"}) {
+	if !slices.Equal(names, []string{"dnsrecords", "dnsrecords/status", "functions", "functions/status"}) {
 		t.Errorf("minik8s.io/v1 resources = %v", names)
 	}
 }
