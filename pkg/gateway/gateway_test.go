@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -322,5 +323,31 @@ func TestNginxServesRoutes(t *testing.T) {
 	g.id = "run-6" // an nginx that serves another configuration
 	if err := g.checkServing(context.Background()); err == nil || !strings.Contains(err.Error(), `answers with configuration "run-7"`) {
 		t.Errorf("checkServing of another configuration: %v", err)
+	}
+}
+
+// The functions' route exists on the default server while the router's
+// Service does, and no Ingress takes it.
+func TestBuiltinFunctionRoute(t *testing.T) {
+	router := svc("minik8s-functions", "10.96.0.30", corev1.ServicePort{Port: 80})
+	router.Namespace = "kube-system"
+	grab := []*networkingv1.Ingress{ingress("grab", 1, networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
+		IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{
+			ingressPath("/function", networkingv1.PathTypePrefix, "a", 80)}}}}}})}
+	services := lookup(router, svc("a", "10.96.0.31", corev1.ServicePort{Port: 80}))
+	r, problems := build(services, nil, grab)
+	var got []string
+	for _, l := range r.hosts[defaultHost] {
+		got = append(got, l.key()+" -> "+l.upstream)
+	}
+	want := []string{"= /function -> 10.96.0.30:80", "/function/ -> 10.96.0.30:80"}
+	if !slices.Equal(got, want) {
+		t.Errorf("default server routes = %q, want %q", got, want)
+	}
+	if probs := problems[objectKey{"Ingress", "default", "grab"}]; len(probs) == 0 || probs[0].reason != "PathConflict" {
+		t.Errorf("the Ingress claiming /function: problems %v, want PathConflict", probs)
+	}
+	if r, _ := build(lookup(), nil, nil); len(r.hosts[defaultHost]) != 0 {
+		t.Errorf("without the router's Service: routes %v", r.hosts[defaultHost])
 	}
 }

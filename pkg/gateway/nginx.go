@@ -36,6 +36,9 @@ func nginxConfig(dir string, port int, allow []string, id string, r routes) stri
 	p("    server_names_hash_bucket_size 128;")
 	p("    proxy_http_version 1.1;")
 	p("    proxy_connect_timeout 5s;")
+	// Function calls carry JSON bodies beyond nginx's 1m default (the
+	// router refuses what is over its own limit).
+	p("    client_max_body_size 8m;")
 	p("    proxy_set_header Host $host;")
 	p("    proxy_set_header X-Real-IP $remote_addr;")
 	p("    proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;")

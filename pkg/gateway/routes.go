@@ -232,10 +232,31 @@ func build(services serviceLookup, recs []*minik8sv1.DNSRecord, ings []*networki
 		}
 		return strings.Compare(x.key, y.key)
 	})
+	b.addBuiltin()
 	for _, it := range items {
 		it.add()
 	}
 	return b.routes, b.problems
+}
+
+// Builtin routes of the default server: the paths of minik8s' own
+// services, claimed before any DNSRecord or Ingress. Each goes to port 80
+// of a Service in kube-system, with the path unchanged; it is there only
+// while its Service is.
+var builtinRoutes = []struct{ path, service string }{
+	// Functions: /function/<namespace>/<name> (pkg/serverless/router).
+	{"/function", "minik8s-functions"},
+}
+
+func (b *builder) addBuiltin() {
+	for _, r := range builtinRoutes {
+		upstream, prob := b.upstream("kube-system", r.service, intstr.FromInt32(80))
+		if prob != nil {
+			continue
+		}
+		b.addPrefix(objectKey{"Service", "kube-system", r.service}, defaultHost,
+			location{path: r.path, upstream: upstream, owner: "minik8s service kube-system/" + r.service})
+	}
 }
 
 // names are the hosts to publish in DNS: every named, non-wildcard host.
