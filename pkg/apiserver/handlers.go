@@ -68,6 +68,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		err = s.servePodLog(w, r, res, info)
 	case "exec", "attach", "portforward":
 		err = s.servePodStream(w, r, res, info)
+	case "proxy":
+		err = s.serveProxy(w, r, res, info)
 	default:
 		if a, ok := res.Action(info.Subresource); ok && info.Verb == "create" {
 			err = s.serveAction(w, r, res, a, info)

@@ -16,7 +16,10 @@ type requestInfo struct {
 	Resource    string
 	Name        string
 	Subresource string
-	Path        string
+	// ProxyPath is what follows .../{name}/proxy: "" for nothing, else a
+	// path beginning with "/" (a trailing slash kept).
+	ProxyPath string
+	Path      string
 }
 
 // namespaceSubresources are the subresources of a namespace itself, as
@@ -28,6 +31,7 @@ var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 func parseRequestInfo(r *http.Request) requestInfo {
 	info := requestInfo{Path: r.URL.Path}
 	parts := splitPath(r.URL.Path)
+	segments := len(parts)
 	switch {
 	case len(parts) >= 2 && parts[0] == "api":
 		info.Version, parts = parts[1], parts[2:]
@@ -61,8 +65,10 @@ func parseRequestInfo(r *http.Request) requestInfo {
 	if len(parts) > 2 {
 		info.Subresource = parts[2]
 	}
-	if len(parts) > 3 {
-		info.IsResource = false // deeper paths (proxy, etc.) are not served
+	if len(parts) > 2 && parts[2] == "proxy" {
+		info.ProxyPath = proxyPath(r.URL.Path, segments-len(parts)+3)
+	} else if len(parts) > 3 {
+		info.IsResource = false // other deeper paths are not served
 		return info
 	}
 	if info.Resource == "namespaces" {
@@ -98,6 +104,20 @@ func parseRequestInfo(r *http.Request) requestInfo {
 		}
 	}
 	return info
+}
+
+// proxyPath is what follows the first n segments of path: "" when
+// nothing does, else "/" and the rest as written.
+func proxyPath(path string, n int) string {
+	rest := strings.TrimLeft(path, "/")
+	for range n {
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			return ""
+		}
+		rest = rest[i+1:]
+	}
+	return "/" + rest
 }
 
 func splitPath(p string) []string {

@@ -80,8 +80,10 @@ type Server struct {
 	// hooks keep state outside the objects in step with their writes.
 	hooks   map[*registry.Resource]registry.WriteHook
 	kubelet *kubeletClient
-	log     *slog.Logger
-	now     func() time.Time
+	// proxy reaches Service and pod backends (serviceproxy.go).
+	proxy *http.Transport
+	log   *slog.Logger
+	now   func() time.Time
 	// summaries and metricsCodecs serve metrics.k8s.io (nil summaries
 	// when the table has no pods or nodes).
 	summaries     *summaryCache
@@ -186,6 +188,7 @@ func New(cfg Config) (*Server, error) {
 		openapi:   oapi,
 		metrics:   newMetrics(),
 		kubelet:   newKubeletClient(cfg.KubeletClientCert),
+		proxy:     newProxyTransport(),
 		log:       cfg.Logger,
 		now:       cfg.Now,
 	}
