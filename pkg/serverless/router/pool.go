@@ -47,7 +47,17 @@ type podState struct {
 	suspect   bool
 	probing   bool
 	lastProbe time.Time
+	// fails counts the probes that failed in a row.
+	fails int
 }
+
+// slowProbeAfter is how many failed probes in a row (5s at 25ms) make a
+// pod probed only every slowProbe: a revision that never becomes healthy
+// is not hammered.
+const (
+	slowProbeAfter = 200
+	slowProbe      = 250 * time.Millisecond
+)
 
 // instance is the pod one attempt of a request goes to.
 type instance struct {
@@ -202,7 +212,11 @@ func (r *Router) startProbes(targets []probeTarget) {
 	defer r.mu.Unlock()
 	for _, t := range targets {
 		st := r.stateLocked(t.uid)
-		if st.probing || now.Sub(st.lastProbe) < r.cfg.ProbeInterval {
+		interval := r.cfg.ProbeInterval
+		if st.fails >= slowProbeAfter {
+			interval = max(interval, slowProbe)
+		}
+		if st.probing || now.Sub(st.lastProbe) < interval {
 			continue
 		}
 		st.probing, st.lastProbe = true, now
@@ -232,10 +246,12 @@ func (r *Router) probe(t probeTarget) {
 		return // deleted meanwhile
 	}
 	st.probing = false
-	if ok {
-		st.probedIP, st.suspect = t.ip, false
-		r.notifyLocked()
+	if !ok {
+		st.fails++
+		return
 	}
+	st.probedIP, st.suspect, st.fails = t.ip, false, 0
+	r.notifyLocked()
 }
 
 // acquire is the pod for one attempt of a request of key, waiting for

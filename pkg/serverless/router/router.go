@@ -386,12 +386,28 @@ func (r *Router) call(w http.ResponseWriter, req *http.Request, key types.Namesp
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	proxy := &httputil.ReverseProxy{
-		Director:     func(out *http.Request) { out.URL.Scheme, out.URL.Host = "http", "instance" },
+		Rewrite:      rewrite,
 		Transport:    a,
 		ErrorHandler: a.fail,
 		ErrorLog:     slog.NewLogLogger(r.log.Handler(), slog.LevelDebug),
 	}
 	proxy.ServeHTTP(rec, req)
+}
+
+// rewrite aims the outbound request at the instances (attempts.RoundTrip
+// picks which) and passes the forwarding headers on, the client's
+// address appended to X-Forwarded-For as nginx does.
+func rewrite(pr *httputil.ProxyRequest) {
+	pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "instance"
+	if xff := pr.In.Header.Values("X-Forwarded-For"); len(xff) > 0 {
+		pr.Out.Header["X-Forwarded-For"] = xff
+	}
+	pr.SetXForwarded()
+	for _, h := range []string{"X-Forwarded-Host", "X-Forwarded-Proto"} {
+		if v := pr.In.Header.Values(h); len(v) > 0 {
+			pr.Out.Header[h] = v
+		}
+	}
 }
 
 // attempts is the RoundTripper of one request: it sends the request to

@@ -103,6 +103,7 @@ func newBackend(t *testing.T, name string) *backend {
 		_ = json.NewEncoder(w).Encode(map[string]string{
 			"pod": name, "method": req.Method, "path": req.URL.Path, "query": req.URL.RawQuery,
 			"header": req.Header.Get("X-Test"), "body": string(body),
+			"xff": strings.Join(req.Header.Values("X-Forwarded-For"), ", "), "host": req.Host,
 		})
 	}))
 	t.Cleanup(b.srv.Close)
@@ -123,10 +124,6 @@ type fixture struct {
 func newFixture(t *testing.T, fns functions, p *pokes, pods ...*corev1.Pod) *fixture {
 	t.Helper()
 	f := &fixture{t: t, pokes: p, addrs: map[string]string{}}
-	objs := make([]any, 0, len(pods))
-	for _, p := range pods {
-		objs = append(objs, p)
-	}
 	f.client = fake.NewClientset()
 	for _, p := range pods {
 		if _, err := f.client.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
@@ -180,6 +177,7 @@ func (f *fixture) call(path, body string) (*http.Response, string) {
 	f.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(body))
 	req.Header.Set("X-Test", "yes")
+	req.Header.Set("X-Forwarded-For", "192.0.2.7")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		f.t.Fatal(err)
@@ -245,7 +243,8 @@ func TestForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"pod": "greet-a", "method": "POST", "path": "/function/default/greet/sub",
-		"query": "x=1", "header": "yes", "body": `{"name":"ada"}`}
+		"query": "x=1", "header": "yes", "body": `{"name":"ada"}`,
+		"xff": "192.0.2.7, 127.0.0.1", "host": strings.TrimPrefix(f.url, "http://")}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s: got %q, want %q", k, got[k], v)
