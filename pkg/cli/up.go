@@ -23,6 +23,8 @@ import (
 	"github.com/minik8s/minik8s/pkg/gateway"
 	"github.com/minik8s/minik8s/pkg/hostservice"
 	"github.com/minik8s/minik8s/pkg/node"
+	"github.com/minik8s/minik8s/pkg/serverless"
+	"github.com/minik8s/minik8s/pkg/serverless/registry"
 )
 
 type upFlags struct {
@@ -163,6 +165,7 @@ func upAddons(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) (part
 			return gw.Start(ctx)
 		}))
 	}
+	parts = append(parts, functionsAddon(cp, f, log)...)
 	if _, err := dns.FindBinary(); err != nil {
 		log.Warn("cluster DNS is off: no coredns binary (make deps installs it); pods use the host's resolvers", "err", err)
 		return parts, nil, nil
@@ -182,6 +185,45 @@ func upAddons(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) (part
 		})
 	}))
 	return parts, []string{clusterIP.String()}, nil
+}
+
+// functionsAddon is the cluster's registry and the functions add-on
+// (pkg/serverless) on this host: the builder pushes to the registry on
+// loopback, where this node's kubelet pulls from too. Off, with a
+// warning, without the registry binary.
+func functionsAddon(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) []component.Part {
+	if _, err := registry.FindBinary(); err != nil {
+		log.Warn("functions are off: no registry binary (make deps installs it)", "err", err)
+		return nil
+	}
+	regAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(registry.DefaultPort))
+	return []component.Part{
+		component.FuncReady("registry", func(ctx context.Context, ready func()) error {
+			r, err := registry.New(registry.Config{Dir: filepath.Join(f.dataDir, "registry"),
+				Address: ":" + strconv.Itoa(registry.DefaultPort), Logger: log, Ready: ready})
+			if err != nil {
+				return err
+			}
+			return r.Start(ctx)
+		}),
+		component.Func("registry service", func(ctx context.Context) error {
+			client, _, err := adminClients(*cp)
+			if err != nil {
+				return err
+			}
+			return hostservice.Publish(ctx, hostservice.PublishConfig{Client: client, NodeName: f.nodeName, Logger: log,
+				Service: hostservice.Service{Namespace: "kube-system", Name: registry.ServiceName, ManagedBy: "registry.minik8s.io",
+					Ports: []hostservice.Port{{Name: "http", Protocol: "TCP", Port: registry.DefaultPort, TargetPort: registry.DefaultPort}}}})
+		}),
+		component.FuncReady("functions", func(ctx context.Context, ready func()) error {
+			client, dyn, err := adminClients(*cp)
+			if err != nil {
+				return err
+			}
+			return serverless.Run(ctx, serverless.Config{Client: client, Dynamic: dyn, Registry: regAddr,
+				NodeName: f.nodeName, Logger: log, Ready: ready})
+		}),
+	}
 }
 
 // adminClients are the add-ons' clients of the control plane cp.

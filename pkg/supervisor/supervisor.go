@@ -39,6 +39,9 @@ type Config struct {
 	// program name).
 	Path string
 	Args []string
+	// Env is added to the child's environment (NAME=value), which is
+	// otherwise ours.
+	Env []string
 	// Dir is the child's working directory.
 	Dir string
 	// LogPath receives the child's stdout and stderr (appended).
@@ -150,6 +153,9 @@ func (p *Process) runOnce(ctx context.Context) error {
 	}
 	cmd := exec.Command(p.cfg.Path, p.cfg.Args...)
 	cmd.Dir = p.cfg.Dir
+	if len(p.cfg.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.cfg.Env...)
+	}
 	if logFile != nil {
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 	}

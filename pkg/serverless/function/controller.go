@@ -28,6 +28,7 @@ import (
 	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
 	"github.com/minik8s/minik8s/pkg/controller/kit"
 	"github.com/minik8s/minik8s/pkg/serverless/fnmeta"
+	"github.com/minik8s/minik8s/pkg/serverless/pyruntime"
 )
 
 // Finalizer holds a deleted Function until its images are gone from the
@@ -291,7 +292,12 @@ func (c *Controller) failedInstance(fn *minik8sv1.Function, status *minik8sv1.Fu
 				if msg == "" {
 					msg = fmt.Sprintf("instance %s exited with code %d", p.Name, t.ExitCode)
 				}
-				return &metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "InstanceFailed",
+				reason := "InstanceFailed"
+				if t.Message != "" {
+					// The runtime server's own words: HandlerNotFound, ImportError...
+					reason = pyruntime.StartupFailureReason(t.Message)
+				}
+				return &metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: reason,
 					Message: msg, ObservedGeneration: fn.Generation}
 			}
 		}

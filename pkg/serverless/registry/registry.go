@@ -152,6 +152,8 @@ func (r *Registry) Start(ctx context.Context) error {
 		Name: "registry", Path: r.cfg.Binary, Args: []string{"serve", r.configPath}, Dir: r.cfg.Dir,
 		LogPath: r.logPath, PIDFile: filepath.Join(r.cfg.Dir, "registry.supervisor.pid"),
 		NetNS: r.cfg.NetNS, Logger: r.cfg.Logger, // it adds component=registry
+		// distribution v3 exports traces to localhost:4318 unless told not to.
+		Env: []string{"OTEL_TRACES_EXPORTER=none"},
 	})
 	if err != nil {
 		return err
