@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config) error {
 			Logger: log, Service: hostservice.Service{
 				Namespace: fnmeta.RouterNamespace, Name: fnmeta.RouterService, ManagedBy: "functions.minik8s.io",
 				Labels: map[string]string{"app.kubernetes.io/name": "minik8s-functions"},
-				Ports: []hostservice.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: int32(cfg.RouterPort)}},
+				Ports:  []hostservice.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: int32(cfg.RouterPort)}},
 			}})
 	}
 	go fnInformer.Run(ctx.Done())
