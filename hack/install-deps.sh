@@ -20,11 +20,13 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # The node runtime: containerd + runc, the CNI plugins, busybox for the built-in
-# image, the kernel plumbing tools, and nginx for the gateway (pkg/gateway).
+# image, the kernel plumbing tools, nginx for the gateway (pkg/gateway), and for
+# serverless functions debootstrap (the runtimes' root filesystems, below),
+# python3 (the build checks function code with it) and wrk (load tests).
 # Installed only as root and only when
 # missing; without root the runtime tests skip and say why.
 runtime_pkgs=()
-for pkg in containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables nginx; do
+for pkg in containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables nginx debootstrap python3 wrk; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || runtime_pkgs+=("$pkg")
 done
 if [ ${#runtime_pkgs[@]} -gt 0 ]; then
@@ -65,4 +67,23 @@ if [ -x "$coredns_bin" ] && "$coredns_bin" -version 2>/dev/null | grep -qx "Core
 else
 	echo "installing coredns ${COREDNS_VERSION} into $(go env GOPATH)/bin (go install; takes a few minutes)"
 	go install "github.com/coredns/coredns@${COREDNS_VERSION}"
+fi
+
+# The distribution registry, the cluster's image registry (serverless function
+# images are pushed to it). Built from source like CoreDNS.
+REGISTRY_VERSION=v3.1.2
+registry_bin="$(go env GOPATH)/bin/registry"
+if [ -x "$registry_bin" ] && "$registry_bin" --version 2>/dev/null | grep -Eq " ${REGISTRY_VERSION}(\+[a-z]+)?\$"; then
+	:
+else
+	echo "installing the distribution registry ${REGISTRY_VERSION} into $(go env GOPATH)/bin (go install)"
+	go install "github.com/distribution/distribution/v3/cmd/registry@${REGISTRY_VERSION}"
+fi
+
+# The serverless runtimes' root filesystems (python3, python3-ml), built from
+# Debian packages with debootstrap; quiet when they are already built.
+if [ "$(id -u)" = 0 ]; then
+	hack/build-runtimes.sh
+elif [ ! -e "${MINIK8S_RUNTIMES_DIR:-/var/lib/minik8s/runtimes}/python3.tar" ]; then
+	echo "note: not root, so not building the function runtimes (run hack/build-runtimes.sh as root)" >&2
 fi
