@@ -19,6 +19,11 @@
 //     path. Every Ingress is served whatever its ingressClassName: this
 //     is the cluster's only Ingress controller.
 //
+// The default server also carries minik8s' own routes, claimed before any
+// DNSRecord or Ingress: /function/ goes, path unchanged, to the Service
+// kube-system/minik8s-functions (the functions' router, pkg/serverless)
+// while that Service exists.
+//
 // Where two objects claim the same host and path, the older one keeps it
 // and the other reports the conflict in its status. Redirects nginx
 // makes are relative (absolute_redirect off): its port is not the one

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -357,6 +358,14 @@ func TestFunctions(t *testing.T) {
 		}
 		if len(nodes) < 2 {
 			t.Errorf("instances ran on nodes %v, want both", nodes)
+		}
+		// The README's load, with Debian's wrk and hack/post.lua.
+		if _, err := exec.LookPath("wrk"); err != nil {
+			t.Fatalf("needs wrk (make deps installs it): %v", err)
+		}
+		out, err := exec.Command("wrk", "-c", "4", "-t", "2", "-d", "3s", "-s", filepath.Join("..", "..", "hack", "post.lua"), url).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Requests/sec") || strings.Contains(string(out), "Non-2xx") || strings.Contains(string(out), "Socket errors") {
+			t.Errorf("wrk: %v\n%s", err, out)
 		}
 	})
 
