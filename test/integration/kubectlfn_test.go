@@ -17,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
@@ -86,6 +87,9 @@ func TestKubectlFn(t *testing.T) {
 	c := startCluster(t)
 	ctx := ctxT(t)
 	k := newKubectl(t, c)
+	if msg := k.fails(t, "fn", "invoke", "add"); !strings.Contains(msg, "the function router kube-system/minik8s-functions does not answer") {
+		t.Fatalf("invoke without a router: %q", msg)
+	}
 	fakeRouter(t, c)
 
 	dir := t.TempDir()
@@ -142,6 +146,19 @@ func TestKubectlFn(t *testing.T) {
 		}
 		if got := k.ok(t, "fn", "list", "-o", "name"); got != "function.minik8s.io/add\n" {
 			t.Fatalf("list -o name: %q", got)
+		}
+	})
+
+	t.Run("plugin", func(t *testing.T) {
+		// bin/kubectl-fn reads the standard flags, and KUBECONFIG.
+		for _, args := range [][]string{{"--kubeconfig", c.cp.KubeconfigPath, "-n", "default", "list", "-o", "name"}, {"list", "-o", "name"}} {
+			t.Setenv("KUBECONFIG", c.cp.KubeconfigPath)
+			var out, errOut strings.Builder
+			cmd := fn.NewPluginCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+			cmd.SetArgs(append(args, "--cache-dir", t.TempDir()))
+			if err := cmd.Execute(); err != nil || out.String() != "function.minik8s.io/add\n" {
+				t.Fatalf("kubectl-fn %v: %q, %v\n%s", args, out.String(), err, errOut.String())
+			}
 		}
 	})
 
