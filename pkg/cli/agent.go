@@ -258,7 +258,16 @@ func runLocalNode(ctx context.Context, f *agentFlags, log *slog.Logger) error {
 		ClusterDNS: clusterDNS, ClusterDomain: settings.ClusterDomain, ProxyMode: f.proxyMode,
 		ClusterCIDR: settings.ClusterCIDR, ServiceCIDR: settings.ServiceCIDR, RootDir: nodeDir(f, f.nodeName),
 		KubeletAddress: f.kubeletAt, HostNetNS: f.netns, Logger: log,
+		PlainHTTPRegistries: nonEmpty(settings.Registry),
 	})
+}
+
+// nonEmpty is s as a list: none when s is empty.
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }
 
 // clusterSettings are the node's pod range, Service range and DNS domain:

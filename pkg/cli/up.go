@@ -85,7 +85,7 @@ func upParts(f *upFlags, log *slog.Logger) ([]component.Part, error) {
 	// it start.
 	var cp controlplane.ControlPlane
 	parts, err := controlplane.Parts(controlplane.Config{
-		DataDir: f.dataDir, Port: f.port, Logger: log,
+		DataDir: f.dataDir, Port: f.port, Logger: log, Registry: registryAddress(f),
 		ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR,
 		Ready: func(ready controlplane.ControlPlane) { cp = ready },
 	})
@@ -111,6 +111,7 @@ func upParts(f *upFlags, log *slog.Logger) ([]component.Part, error) {
 				ClientCA: cp.Bundle.CAPool, ContainerdAddress: f.containerd,
 				ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR,
 				RootDir: filepath.Join(f.dataDir, "kubelet"), Capacity: capacity, Logger: log,
+				PlainHTTPRegistries: nonEmpty(registryAddress(f)),
 			})
 		}),
 		component.Do("control-plane role", func(ctx context.Context) error {
@@ -196,7 +197,7 @@ func functionsAddon(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger)
 		log.Warn("functions are off: no registry binary (make deps installs it)", "err", err)
 		return nil
 	}
-	regAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(registry.DefaultPort))
+	regAddr := registryAddress(f)
 	return []component.Part{
 		component.FuncReady("registry", func(ctx context.Context, ready func()) error {
 			r, err := registry.New(registry.Config{Dir: filepath.Join(f.dataDir, "registry"),
@@ -224,6 +225,16 @@ func functionsAddon(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger)
 				NodeName: f.nodeName, Logger: log, Ready: ready})
 		}),
 	}
+}
+
+// registryAddress is where the builder pushes and every node pulls:
+// the node's address, which nodes that join reach (loopback when the
+// cluster has only this node); empty without the registry binary.
+func registryAddress(f *upFlags) string {
+	if _, err := registry.FindBinary(); err != nil {
+		return ""
+	}
+	return net.JoinHostPort(f.nodeIP, strconv.Itoa(registry.DefaultPort))
 }
 
 // adminClients are the add-ons' clients of the control plane cp.

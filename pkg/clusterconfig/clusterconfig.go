@@ -13,6 +13,7 @@ package clusterconfig
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 
@@ -30,6 +31,9 @@ const (
 	KeyClusterCIDR   = "cluster-cidr"
 	KeyServiceCIDR   = "service-cluster-ip-range"
 	KeyClusterDomain = "cluster-domain"
+	// KeyRegistry is the cluster's image registry (host:port, plain
+	// HTTP), where nodes pull functions' images from; optional.
+	KeyRegistry = "registry"
 )
 
 // Settings are what a node takes from the cluster.
@@ -40,6 +44,9 @@ type Settings struct {
 	ServiceCIDR string
 	// ClusterDomain is the cluster's DNS domain (cluster.local).
 	ClusterDomain string
+	// Registry is the cluster's image registry, host:port, served over
+	// plain HTTP (empty: none). Not a node flag: nodes only learn it.
+	Registry string
 }
 
 // Validate says what is wrong with s, naming the setting.
@@ -56,11 +63,20 @@ func (s Settings) Validate() error {
 	if s.ClusterDomain == "" {
 		return fmt.Errorf("%s is empty", KeyClusterDomain)
 	}
+	if s.Registry != "" {
+		if _, port, err := net.SplitHostPort(s.Registry); err != nil || port == "" {
+			return fmt.Errorf("%s %q: not host:port", KeyRegistry, s.Registry)
+		}
+	}
 	return nil
 }
 
 func (s Settings) data() map[string]string {
-	return map[string]string{KeyClusterCIDR: s.ClusterCIDR, KeyServiceCIDR: s.ServiceCIDR, KeyClusterDomain: s.ClusterDomain}
+	d := map[string]string{KeyClusterCIDR: s.ClusterCIDR, KeyServiceCIDR: s.ServiceCIDR, KeyClusterDomain: s.ClusterDomain}
+	if s.Registry != "" {
+		d[KeyRegistry] = s.Registry
+	}
+	return d
 }
 
 // Publish writes s to the ConfigMap, creating or correcting it.
@@ -106,7 +122,8 @@ func Read(ctx context.Context, client kubernetes.Interface) (s Settings, found b
 	if err != nil {
 		return Settings{}, false, fmt.Errorf("read %s/%s: %w", metav1.NamespaceSystem, Name, err)
 	}
-	s = Settings{ClusterCIDR: cm.Data[KeyClusterCIDR], ServiceCIDR: cm.Data[KeyServiceCIDR], ClusterDomain: cm.Data[KeyClusterDomain]}
+	s = Settings{ClusterCIDR: cm.Data[KeyClusterCIDR], ServiceCIDR: cm.Data[KeyServiceCIDR], ClusterDomain: cm.Data[KeyClusterDomain],
+		Registry: cm.Data[KeyRegistry]}
 	if err := s.Validate(); err != nil {
 		return Settings{}, false, fmt.Errorf("%s/%s: %w", metav1.NamespaceSystem, Name, err)
 	}
@@ -141,6 +158,7 @@ func Resolve(cluster Settings, found bool, flags, defaults Settings) (Settings, 
 	if out.ClusterDomain, err = pick(KeyClusterDomain, cluster.ClusterDomain, flags.ClusterDomain, defaults.ClusterDomain, sameDomain); err != nil {
 		return Settings{}, err
 	}
+	out.Registry = cluster.Registry
 	if err := out.Validate(); err != nil {
 		return Settings{}, err
 	}

@@ -63,7 +63,8 @@ func TestPublishRead(t *testing.T) {
 	if err := Publish(ctx, client, s); err != nil {
 		t.Fatal(err)
 	}
-	s.ServiceCIDR = "10.44.0.0/16" // a restart with another range corrects it
+	s.ServiceCIDR = "10.44.0.0/16"   // a restart with another range corrects it
+	s.Registry = "192.168.1.10:5000" // and the registry comes with it
 	if err := Publish(ctx, client, s); err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +74,9 @@ func TestPublishRead(t *testing.T) {
 	}
 	if err := Publish(ctx, client, Settings{ClusterCIDR: "nonsense", ServiceCIDR: "10.43.0.0/16", ClusterDomain: "x"}); err == nil {
 		t.Error("a bad pod range was published")
+	}
+	if err := Publish(ctx, client, Settings{ClusterCIDR: "10.42.0.0/16", ServiceCIDR: "10.43.0.0/16", ClusterDomain: "x", Registry: "no-port"}); err == nil {
+		t.Error("a registry without a port was published")
 	}
 	cm, _ := client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, Name, metav1.GetOptions{})
 	cm.Data[KeyClusterCIDR] = "garbage"

@@ -51,6 +51,9 @@ type Config struct {
 	// ClusterDomain is the cluster's DNS domain (default cluster.local).
 	// With the two ranges it is published for nodes (pkg/clusterconfig).
 	ClusterDomain string
+	// Registry is the cluster's image registry (host:port, plain HTTP) as
+	// nodes reach it, published for them; empty: none.
+	Registry string
 	// DisableControllers names built-in controllers not to run: the
 	// scheduler, or controller-manager ones (controllermanager.Names).
 	DisableControllers []string
@@ -109,7 +112,7 @@ func (c *Config) complete() error {
 
 // clusterSettings are what nodes take from the cluster (pkg/clusterconfig).
 func (c *Config) clusterSettings() clusterconfig.Settings {
-	return clusterconfig.Settings{ClusterCIDR: c.ClusterCIDR, ServiceCIDR: c.ServiceCIDR, ClusterDomain: c.ClusterDomain}
+	return clusterconfig.Settings{ClusterCIDR: c.ClusterCIDR, ServiceCIDR: c.ServiceCIDR, ClusterDomain: c.ClusterDomain, Registry: c.Registry}
 }
 
 // Run runs the control plane's parts (Parts) until ctx ends or one of

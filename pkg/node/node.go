@@ -56,6 +56,9 @@ type Config struct {
 	KubeletAddress string
 	// HostNetNS is the node's network namespace when it is not the process's own.
 	HostNetNS string
+	// PlainHTTPRegistries are registries (host:port) pulled from over
+	// plain HTTP: the cluster's own (pkg/clusterconfig Registry).
+	PlainHTTPRegistries []string
 	// ProxyMode is the service proxy's mode: auto (the default),
 	// nftables or iptables (proxy.Mode).
 	ProxyMode string
@@ -179,7 +182,7 @@ func (p *routesPart) Start(ctx context.Context) error {
 // containerd at address, pods on CNI) until ctx ends.
 func runKubelet(ctx context.Context, cfg Config, client kubernetes.Interface, address string) error {
 	log := cfg.Logger
-	rt, err := runtime.New(ctx, runtime.Config{Address: address, Node: cfg.NodeName, Logger: log})
+	rt, err := runtime.New(ctx, runtime.Config{Address: address, Node: cfg.NodeName, PlainHTTPRegistries: cfg.PlainHTTPRegistries, Logger: log})
 	if err != nil {
 		return err
 	}
