@@ -273,6 +273,10 @@ func TestFunctions(t *testing.T) {
 		}
 	}
 
+	if out := k.OK(t, "explain", "functions.spec.scale"); !strings.Contains(out, "scaleToZeroAfter") || !strings.Contains(out, "minScale") {
+		t.Errorf("kubectl explain functions.spec.scale:\n%s", out)
+	}
+
 	t.Run("answers by input", func(t *testing.T) {
 		for _, name := range []string{"ada", "grace"} {
 			r, err := call(hc, url, `{"name":"`+name+`"}`)
@@ -319,6 +323,17 @@ func TestFunctions(t *testing.T) {
 			t.Errorf("the first call after scale to zero was not a cold start (headers say %+v)", r)
 		}
 		t.Logf("cold call answered in %s", time.Since(start).Round(time.Millisecond))
+		// The router's metrics, through the apiserver's Service proxy.
+		metrics := k.OK(t, "get", "--raw", "/api/v1/namespaces/kube-system/services/"+fnmeta.RouterService+":80/proxy/metrics")
+		for _, series := range []string{
+			`minik8s_function_invocations_total{code="200",function="greet",namespace="default"}`,
+			`minik8s_function_cold_starts_total{function="greet",namespace="default"}`,
+			`minik8s_function_request_duration_seconds_bucket{function="greet",namespace="default"`,
+		} {
+			if !strings.Contains(metrics, series) {
+				t.Errorf("the router's /metrics lacks %s", series)
+			}
+		}
 	})
 
 	t.Run("20 concurrent clients", func(t *testing.T) {
