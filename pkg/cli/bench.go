@@ -12,7 +12,7 @@ import (
 
 func benchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Measure a running or in-process cluster"}
-	cmd.AddCommand(benchAPICommand(), benchSchedulerCommand(), benchPodsCommand())
+	cmd.AddCommand(benchAPICommand(), benchSchedulerCommand(), benchPodsCommand(), benchFunctionsCommand())
 	return cmd
 }
 
@@ -114,6 +114,68 @@ A benchmark: it prints figures, it does not judge them.`,
 	fl.IntVar(&f.ctrRuns, "ctr-runs", bench.DefaultCtrRuns, "times the ctr binary is run, when on PATH (0: never)")
 	fl.StringVar(&f.containerd, "containerd", daemon.DefaultAddress, "containerd socket (one is started when none answers)")
 	fl.DurationVar(&f.podTimeout, "pod-timeout", bench.DefaultPodTimeout, "how long a pod may take to be Running and Ready")
+	fl.BoolVar(&f.json, "json", false, "write the report as JSON")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
+	return cmd
+}
+
+type benchFunctionsFlags struct {
+	cold        int
+	coldPull    int
+	warm        int
+	concurrency int
+	duration    time.Duration
+	nodes       int
+	containerd  string
+	json        bool
+	quiet       bool
+}
+
+func benchFunctionsCommand() *cobra.Command {
+	f := &benchFunctionsFlags{}
+	cmd := &cobra.Command{
+		Use:   "functions",
+		Short: "Function cold start (image present and pulled), warm latency, requests/s and scale-up from zero (as root)",
+		Long: `Starts a control plane in-process, --nodes nodes in network namespaces of their
+own on this machine's containerd, the registry on a free loopback port and the
+functions add-on with its router in the first node's namespace (autoscaler tick
+500ms, stable window 6s), then deploys a one-line Python function (target 4,
+scaleToZeroAfter 1s) and calls the router straight from that namespace:
+  - --cold cold starts with the image on the node: each waits until the function
+    has no pod left, then times one request; and where the time goes (scale,
+    pod created, scheduled, container running, response, Ready);
+  - --cold-pull cold starts with the image deleted from containerd first;
+  - the time from zero to ceil(concurrency/4) Ready instances under
+    --concurrency clients;
+  - --warm sequential requests with minScale 1;
+  - requests/s of --concurrency clients for --duration.
+Prints p50, p90, p99, max, the issue's targets and the ratios to them.
+Everything it creates is removed at the end. Needs root, the registry binary and
+the function runtimes (make deps).
+A benchmark: it prints figures, it does not judge them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := bench.FunctionsConfig{
+				Cold: f.cold, ColdPull: f.coldPull, Warm: f.warm, Concurrency: f.concurrency, Duration: f.duration,
+				Nodes: f.nodes, ContainerdAddress: f.containerd, JSON: f.json,
+			}
+			if f.coldPull <= 0 {
+				cfg.ColdPull = -1 // FunctionsConfig's zero is the default
+			}
+			if !f.quiet {
+				cfg.Progress = os.Stderr
+			}
+			return bench.RunFunctions(cmd.Context(), cfg, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.cold, "cold", bench.DefaultFunctionsCold, "cold starts timed with the image on the node")
+	fl.IntVar(&f.coldPull, "cold-pull", bench.DefaultFunctionsColdPull, "cold starts timed with the image deleted from the node first (0: none)")
+	fl.IntVar(&f.warm, "warm", bench.DefaultFunctionsWarm, "sequential requests timed on a running instance")
+	fl.IntVar(&f.concurrency, "concurrency", bench.DefaultFunctionsConcurrency, "clients of the throughput and scale-up phases")
+	fl.DurationVar(&f.duration, "duration", bench.DefaultFunctionsDuration, "duration of the throughput phase")
+	fl.IntVar(&f.nodes, "nodes", 1, "nodes of the cluster")
+	fl.StringVar(&f.containerd, "containerd", daemon.DefaultAddress, "containerd socket (one is started when none answers)")
 	fl.BoolVar(&f.json, "json", false, "write the report as JSON")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
