@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -96,21 +95,8 @@ func IssueCredentials(cfg *Config, apiserverURL string, b *pki.Bundle) error {
 // FindBinary looks for the coredns executable on PATH, then in the Go
 // install directories.
 func FindBinary() (string, error) {
-	if p, err := exec.LookPath(binaryName); err == nil {
+	if p, ok := supervisor.FindGoProgram(binaryName); ok {
 		return p, nil
-	}
-	var dirs []string
-	if gp := os.Getenv("GOPATH"); gp != "" {
-		dirs = append(dirs, filepath.Join(filepath.SplitList(gp)[0], "bin"))
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(home, "go", "bin"))
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, binaryName)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
 	}
 	return "", ErrNoBinary
 }

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -62,22 +61,8 @@ type Registry struct {
 // FindBinary looks for the registry executable on PATH, then in the Go
 // install directories.
 func FindBinary() (string, error) {
-	if p, err := exec.LookPath(binaryName); err == nil {
+	if p, ok := supervisor.FindGoProgram(binaryName); ok {
 		return p, nil
-	}
-	var dirs []string
-	if gp := os.Getenv("GOPATH"); gp != "" {
-		dirs = append(dirs, filepath.Join(filepath.SplitList(gp)[0], "bin"))
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(home, "go", "bin"))
-	}
-	dirs = append(dirs, "/root/go/bin")
-	for _, d := range dirs {
-		p := filepath.Join(d, binaryName)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
 	}
 	return "", errors.New("registry binary not found on PATH or in $(go env GOPATH)/bin (make deps installs it)")
 }
