@@ -89,7 +89,9 @@ func TestDNSRecordKubectl(t *testing.T) {
 
 	// Discovery: the kind is listed under minik8s.io/v1, after Kubernetes' groups.
 	out := k.ok(t, "api-resources", "--api-group=minik8s.io")
-	if f := strings.Fields(outputLines(out)[len(outputLines(out))-1]); !slices.Equal(f, []string{"dnsrecords", "dnsr", "minik8s.io/v1", "true", "DNSRecord"}) {
+	if !slices.ContainsFunc(outputLines(out), func(l string) bool {
+		return slices.Equal(strings.Fields(l), []string{"dnsrecords", "dnsr", "minik8s.io/v1", "true", "DNSRecord"})
+	}) {
 		t.Fatalf("api-resources --api-group=minik8s.io:\n%s", out)
 	}
 	if versions := outputLines(k.ok(t, "api-versions")); !slices.Contains(versions, "minik8s.io/v1") {
