@@ -157,20 +157,23 @@ func (c *functionsCluster) waitFunction(name string, status metav1.ConditionStat
 
 // response is one call's outcome.
 type response struct {
-	code     int
+	// sent and done are when the call was sent and answered.
+	sent, done time.Time
+	code       int
 	body     string
 	instance string
 	cold     bool
 }
 
 func call(client *http.Client, url, body string) (response, error) {
+	sent := time.Now()
 	resp, err := client.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
 		return response{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return response{code: resp.StatusCode, body: strings.TrimSpace(string(b)),
+	return response{sent: sent, done: time.Now(), code: resp.StatusCode, body: strings.TrimSpace(string(b)),
 		instance: resp.Header.Get("X-Minik8s-Instance"), cold: resp.Header.Get("X-Minik8s-Cold-Start") == "true"}, err
 }
 
@@ -388,16 +391,20 @@ func TestFunctions(t *testing.T) {
 		stop := make(chan struct{})
 		var res *loadResult
 		loaded := make(chan struct{})
-		var switched atomic.Bool
+		// switchedAt is when the first answer of the new revision came
+		// (UnixNano; 0 before). A call sent after it must not get the old
+		// answer; calls already in flight may finish on the old revision.
+		var switchedAt atomic.Int64
+		switched := func() bool { return switchedAt.Load() != 0 }
 		go func() {
 			defer close(loaded)
 			res = runLoad(url, `{"name":"ada"}`, 4, stop, func(r response) error {
 				if greeting("hi ada")(r) == nil {
-					switched.Store(true)
+					switchedAt.CompareAndSwap(0, r.done.UnixNano())
 					return nil
 				}
-				if switched.Load() {
-					return fmt.Errorf("old answer %q after the new revision answered", r.body)
+				if at := switchedAt.Load(); at != 0 && r.sent.UnixNano() > at {
+					return fmt.Errorf("old answer %q to a call sent %s after the new revision answered", r.body, time.Duration(r.sent.UnixNano()-at))
 				}
 				return greeting("hello ada")(r)
 			})
@@ -405,7 +412,7 @@ func TestFunctions(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		patch := `{"spec":{"source":{"inline":"def handle(event):\n    return {\"greeting\": \"hi \" + str(event.get(\"name\"))}\n"}}}`
 		k.OK(t, "patch", "function", "greet", "--type", "merge", "-p", patch)
-		c.waitFor(3*time.Minute, "answers from revision 2", func(context.Context) (bool, error) { return switched.Load(), nil })
+		c.waitFor(3*time.Minute, "answers from revision 2", func(context.Context) (bool, error) { return switched(), nil })
 		time.Sleep(2 * time.Second)
 		close(stop)
 		<-loaded
