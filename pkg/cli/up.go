@@ -200,7 +200,7 @@ func functionsAddon(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger)
 	regAddr := registryAddress(f)
 	return []component.Part{
 		component.FuncReady("registry", func(ctx context.Context, ready func()) error {
-			r, err := registry.New(registry.Config{Dir: filepath.Join(f.dataDir, "registry"),
+			r, err := registry.New(registry.Config{Dir: registryDir(f),
 				Address: ":" + strconv.Itoa(registry.DefaultPort), Logger: log, Ready: ready})
 			if err != nil {
 				return err
@@ -221,11 +221,13 @@ func functionsAddon(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger)
 			if err != nil {
 				return err
 			}
-			return serverless.Run(ctx, serverless.Config{Client: client, Dynamic: dyn, Registry: regAddr,
+			return serverless.Run(ctx, serverless.Config{Client: client, Dynamic: dyn, Registry: regAddr, RegistryDir: registryDir(f),
 				NodeName: f.nodeName, Logger: log, Ready: ready})
 		}),
 	}
 }
+
+func registryDir(f *upFlags) string { return filepath.Join(f.dataDir, "registry") }
 
 // registryAddress is where the builder pushes and every node pulls:
 // the node's address, which nodes that join reach (loopback when the

@@ -30,6 +30,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/serverless/fnmeta"
 	"github.com/minik8s/minik8s/pkg/serverless/function"
 	"github.com/minik8s/minik8s/pkg/serverless/pyruntime"
+	"github.com/minik8s/minik8s/pkg/serverless/registry"
 	"github.com/minik8s/minik8s/pkg/serverless/router"
 )
 
@@ -43,6 +44,10 @@ type Config struct {
 	// Registry is the registry's host:port as the builder pushes to it
 	// and the nodes pull from it (plain HTTP).
 	Registry string
+	// RegistryDir, when set, is the registry's directory on this host
+	// (pkg/serverless/registry Config.Dir): a deleted function's
+	// repository is removed from it, so the catalog forgets it too.
+	RegistryDir string
 	// RouterPort is the router's port (default DefaultRouterPort), on
 	// every address of NetNS (or of this host).
 	RouterPort int
@@ -84,7 +89,7 @@ func Run(ctx context.Context, cfg Config) error {
 	kc := kit.NewContext(cfg.Client)
 	kc.Dynamic, kc.Logger = cfg.Dynamic, log
 	controller, err := function.New(kc, function.Config{Dynamic: cfg.Dynamic, Functions: fnInformer,
-		Builder: imageBuilder{builder}, URLBase: cfg.URLBase})
+		Builder: imageBuilder{b: builder, registryDir: cfg.RegistryDir}, URLBase: cfg.URLBase})
 	if err != nil {
 		return err
 	}
@@ -173,7 +178,8 @@ func (p *pokeProxy) Poke(namespace, name string) {
 // imageBuilder builds functions' images: the runtime's root filesystem,
 // the code under /function and the runtime server under /runtime.
 type imageBuilder struct {
-	b *build.Builder
+	b           *build.Builder
+	registryDir string
 }
 
 func (ib imageBuilder) Check(ctx context.Context, files map[string][]byte, handler string) error {
@@ -209,8 +215,12 @@ func (ib imageBuilder) Build(ctx context.Context, r function.Revision) (string, 
 }
 
 func (ib imageBuilder) Delete(ctx context.Context, namespace, name string) error {
-	if err := ib.b.Delete(ctx, fnmeta.Repository(namespace, name)); err != nil {
+	repo := fnmeta.Repository(namespace, name)
+	if err := ib.b.Delete(ctx, repo); err != nil {
 		return fmt.Errorf("delete images: %w", err)
+	}
+	if ib.registryDir != "" {
+		return registry.RemoveRepository(ib.registryDir, repo)
 	}
 	return nil
 }

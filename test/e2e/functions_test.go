@@ -43,6 +43,8 @@ type functionsCluster struct {
 	// gateway is nginx's address as the host reaches it.
 	gateway string
 	images  *build.Builder
+	// registry is the registry's address.
+	registry string
 }
 
 func newClusterWithFunctions(t *testing.T, n int) *functionsCluster {
@@ -68,7 +70,8 @@ func newClusterWithFunctions(t *testing.T, n int) *functionsCluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	regReady, fnReady := make(chan struct{}), make(chan struct{})
 	done := make(chan struct{}, 2)
-	reg, err := registry.New(registry.Config{Dir: t.TempDir(), Address: regAddr, Logger: c.logger(),
+	regDir := t.TempDir()
+	reg, err := registry.New(registry.Config{Dir: regDir, Address: regAddr, Logger: c.logger(),
 		Ready: func() { close(regReady) }})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +85,7 @@ func newClusterWithFunctions(t *testing.T, n int) *functionsCluster {
 	go func() {
 		defer func() { done <- struct{}{} }()
 		// Short autoscaling windows, as a user may configure them.
-		err := serverless.Run(ctx, serverless.Config{Client: client, Dynamic: dyn, Registry: regAddr,
+		err := serverless.Run(ctx, serverless.Config{Client: client, Dynamic: dyn, Registry: regAddr, RegistryDir: regDir,
 			NetNS: first.netns, Address: first.ip, Tick: time.Second, StableWindow: 6 * time.Second,
 			Logger: c.logger(), Ready: func() { close(fnReady) }})
 		if err != nil {
@@ -117,7 +120,7 @@ func newClusterWithFunctions(t *testing.T, n int) *functionsCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &functionsCluster{cluster: c, dyn: dyn, gateway: "http://" + net.JoinHostPort(first.ip.String(), strconv.Itoa(gateway.DefaultPort)), images: images}
+	return &functionsCluster{cluster: c, dyn: dyn, gateway: "http://" + net.JoinHostPort(first.ip.String(), strconv.Itoa(gateway.DefaultPort)), images: images, registry: regAddr}
 }
 
 func (c *functionsCluster) function(ctx context.Context, name string) (*minik8sv1.Function, error) {
@@ -160,9 +163,9 @@ type response struct {
 	// sent and done are when the call was sent and answered.
 	sent, done time.Time
 	code       int
-	body     string
-	instance string
-	cold     bool
+	body       string
+	instance   string
+	cold       bool
 }
 
 func call(client *http.Client, url, body string) (response, error) {
@@ -531,6 +534,16 @@ spec:
 		}
 		if tags, err := c.images.Tags(ctx, fnmeta.Repository("default", "add")); err != nil || len(tags) == 0 {
 			t.Errorf("add's images are gone too: %v %v", tags, err)
+		}
+		// The registry's catalog forgets greet.
+		resp, err := hc.Get("http://" + c.registry + "/v2/_catalog")
+		if err != nil {
+			t.Fatal(err)
+		}
+		catalog, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(catalog), fnmeta.Repository("default", "greet")) || !strings.Contains(string(catalog), fnmeta.Repository("default", "add")) {
+			t.Errorf("the registry's catalog after deleting greet: %s", catalog)
 		}
 	})
 }

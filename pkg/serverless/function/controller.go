@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -88,6 +90,17 @@ type Controller struct {
 	services    corelisters.ServiceLister
 	configMaps  corelisters.ConfigMapLister
 	pods        corelisters.PodLister
+
+	// built remembers each function's last build, so a sync that reads
+	// the function from a cache behind its status write does not build
+	// the same revision again.
+	mu    sync.Mutex
+	built map[types.UID]builtRevision
+}
+
+type builtRevision struct {
+	hash, image string
+	revision    int64
 }
 
 // NewFunctionInformer is the dynamic informer of Functions the serverless
@@ -109,7 +122,7 @@ func New(kc *kit.Context, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{Base: kc.NewBase("function", "function", workers, "function-controller"), cfg: cfg,
-		functions: Lister{Indexer: cfg.Functions.GetIndexer()}}
+		functions: Lister{Indexer: cfg.Functions.GetIndexer()}, built: map[types.UID]builtRevision{}}
 	c.Loop.Reconcile = c.sync
 	deps := kc.Factory.Apps().V1().Deployments()
 	svcs := kc.Factory.Core().V1().Services()
@@ -245,6 +258,14 @@ func (c *Controller) build(ctx context.Context, fn *minik8sv1.Function, status *
 	if hash == status.SourceHash && status.Image != "" {
 		return ready
 	}
+	c.mu.Lock()
+	last, ok := c.built[fn.UID]
+	c.mu.Unlock()
+	if ok && last.hash == hash && last.revision > status.Revision {
+		status.Revision, status.Image, status.SourceHash = last.revision, last.image, last.hash
+		ready.Message = "revision " + strconv.FormatInt(last.revision, 10) + " serves"
+		return ready
+	}
 	if err := c.cfg.Builder.Check(ctx, fs, fn.Spec.Handler); err != nil {
 		var be *BuildError
 		if errors.As(err, &be) {
@@ -268,6 +289,9 @@ func (c *Controller) build(ctx context.Context, fn *minik8sv1.Function, status *
 	c.Recorder.Eventf(fn, corev1.EventTypeNormal, "Built", "Built revision %d in %s: %s", rev,
 		c.Clock.Since(start).Round(time.Millisecond), image)
 	status.Revision, status.Image, status.SourceHash = rev, image, hash
+	c.mu.Lock()
+	c.built[fn.UID] = builtRevision{hash: hash, image: image, revision: rev}
+	c.mu.Unlock()
 	ready.Message = "revision " + strconv.FormatInt(rev, 10) + " serves"
 	return ready
 }
@@ -451,6 +475,9 @@ func (c *Controller) finalize(ctx context.Context, fn *minik8sv1.Function) error
 	if err := c.cfg.Builder.Delete(ctx, fn.Namespace, fn.Name); err != nil {
 		return fmt.Errorf("delete the images of %s/%s: %w", fn.Namespace, fn.Name, err)
 	}
+	c.mu.Lock()
+	delete(c.built, fn.UID)
+	c.mu.Unlock()
 	fn.Finalizers = slices.DeleteFunc(fn.Finalizers, func(f string) bool { return f == Finalizer })
 	err := c.update(ctx, fn)
 	if apierrors.IsNotFound(err) {

@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -201,8 +203,6 @@ storage:
     rootdirectory: %q
   delete:
     enabled: true
-  cache:
-    blobdescriptor: inmemory
 http:
   addr: %q
   secret: %q
@@ -210,4 +210,18 @@ health:
   storagedriver:
     enabled: false
 `, r.DataDir(), r.cfg.Address, r.secret)
+}
+
+// RemoveRepository removes what is left of a repository in the storage
+// of the registry at dir, once its manifests are deleted through the API,
+// so the catalog no longer lists it. Blobs stay until a garbage
+// collection. A missing repository is no error. (The registry keeps no
+// cache of blob descriptors, see config, so it cannot remember links
+// that this removes.)
+func RemoveRepository(dir, repository string) error {
+	clean := path.Clean(repository)
+	if clean != repository || clean == "." || strings.HasPrefix(clean, "/") || strings.HasPrefix(clean, "..") {
+		return fmt.Errorf("repository %q: not a repository name", repository)
+	}
+	return os.RemoveAll(filepath.Join(dir, "data", "docker", "registry", "v2", "repositories", filepath.FromSlash(clean)))
 }

@@ -129,3 +129,28 @@ func TestProbeHost(t *testing.T) {
 		}
 	}
 }
+
+func TestRemoveRepository(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "data", "docker", "registry", "v2", "repositories", "functions", "default", "greet")
+	if err := os.MkdirAll(filepath.Join(repo, "_manifests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveRepository(dir, "functions/default/greet"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(repo); !os.IsNotExist(err) {
+		t.Errorf("the repository is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(repo)); err != nil {
+		t.Errorf("its namespace went too: %v", err)
+	}
+	if err := RemoveRepository(dir, "functions/default/greet"); err != nil {
+		t.Errorf("a missing repository: %v", err)
+	}
+	for _, bad := range []string{"../x", "/abs", "a/../../b", ""} {
+		if err := RemoveRepository(dir, bad); err == nil {
+			t.Errorf("RemoveRepository(%q) was accepted", bad)
+		}
+	}
+}
