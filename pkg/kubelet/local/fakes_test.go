@@ -73,19 +73,27 @@ func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, policy corev1.P
 	return pulled, nil
 }
 
-func (f *fakeRuntime) CreateSandbox(_ context.Context, cfg runtime.SandboxConfig) (*runtime.Sandbox, error) {
+func (f *fakeRuntime) CreateSandbox(ctx context.Context, cfg runtime.SandboxConfig) (*runtime.Sandbox, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.next++
 	id := fmt.Sprintf("sb%d", f.next)
+	netns := "/var/run/netns/fake-" + id
+	f.mu.Unlock()
+	if cfg.AttachNetwork != nil {
+		if err := cfg.AttachNetwork(ctx, id, netns); err != nil {
+			return nil, fmt.Errorf("create sandbox for %s: %w", cfg.Name, err)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	now := f.clock.Now()
 	f.all[id] = &runtime.ContainerStatus{
 		ID: id, IsSandbox: true, PodNamespace: cfg.Namespace, PodName: cfg.Name, PodUID: cfg.UID,
 		Labels: cfg.Labels, State: runtime.StateRunning, CreatedAt: now, StartedAt: now,
-		NetNSPath: "/var/run/netns/fake-" + id,
+		NetNSPath: netns,
 	}
 	f.op("sandbox %s", cfg.Name)
-	return &runtime.Sandbox{ID: id, NetNSPath: "/var/run/netns/fake-" + id}, nil
+	return &runtime.Sandbox{ID: id, NetNSPath: netns}, nil
 }
 
 func (f *fakeRuntime) RemoveSandbox(_ context.Context, id string) error {

@@ -192,7 +192,7 @@ func New(cfg Config) (*Provider, error) {
 		readNode:       readProcNode,
 	}
 	if cfg.Network != nil {
-		p.net = &serialNetwork{n: cfg.Network}
+		p.net = cfg.Network
 	}
 	if p.events == nil {
 		p.events = noEvents{}
@@ -248,7 +248,7 @@ func (p *Provider) network(ctx context.Context) (n network.Network, reason strin
 			p.netReason = fmt.Sprintf("network is not ready: %v", err)
 			break
 		}
-		p.net, p.netReason = &serialNetwork{n: n}, ""
+		p.net, p.netReason = n, ""
 		p.log.Info("pod network ready", "podCIDR", node.Spec.PodCIDR)
 		return p.net, ""
 	}
@@ -514,22 +514,34 @@ func (p *Provider) logPath(pod *corev1.Pod, container string, restart int) strin
 type listCache struct {
 	ttl time.Duration
 
-	mu  sync.Mutex
-	at  time.Time
-	all []runtime.ContainerStatus
+	mu      sync.Mutex // held while listing
+	all     []runtime.ContainerStatus
+	started time.Time // when the cached list was asked of the runtime
+
+	changedMu sync.Mutex
+	changed   time.Time // the last invalidate
 }
 
-// get returns the runtime's containers, listed at most maxAge ago (the
-// cache's ttl when maxAge < 0).
+// get returns the runtime's containers. maxAge > 0 takes a list asked for
+// at most maxAge ago (the cache's ttl when maxAge < 0); maxAge 0 takes one
+// asked for after get was called, so that it shows what the caller just
+// did, and callers that wait for the same relist share it. A list asked
+// for before the last invalidate is never taken.
 func (c *listCache) get(ctx context.Context, rt runtime.Runtime, maxAge time.Duration) ([]runtime.ContainerStatus, error) {
+	called := time.Now()
 	if maxAge < 0 {
 		maxAge = c.ttl
 	}
+	c.changedMu.Lock()
+	changed := c.changed
+	c.changedMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.all != nil && maxAge > 0 && time.Since(c.at) < maxAge {
+	if c.all != nil && c.started.After(changed) &&
+		(c.started.After(called) || maxAge > 0 && time.Since(c.started) < maxAge) {
 		return c.all, nil
 	}
+	started := time.Now()
 	all, err := rt.ListContainers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
@@ -537,52 +549,14 @@ func (c *listCache) get(ctx context.Context, rt runtime.Runtime, maxAge time.Dur
 	if all == nil {
 		all = []runtime.ContainerStatus{}
 	}
-	c.all, c.at = all, time.Now()
+	c.all, c.started = all, started
 	return all, nil
 }
 
-// invalidate makes the next get relist.
+// invalidate makes the next get relist. It does not wait for a relist
+// under way, which does not count as fresh.
 func (c *listCache) invalidate() {
-	c.mu.Lock()
-	c.all = nil
-	c.mu.Unlock()
-}
-
-// serialNetwork runs one pod network operation at a time: libcni's
-// CNIConfig initialises itself lazily on first use, without a lock, so
-// concurrent Setups from several pod workers race. Attaching a pod takes
-// tens of milliseconds; queueing them costs little.
-type serialNetwork struct {
-	mu sync.Mutex
-	n  network.Network
-}
-
-func (s *serialNetwork) NewNetNS(name string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.n.NewNetNS(name)
-}
-
-func (s *serialNetwork) DeleteNetNS(name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.n.DeleteNetNS(name)
-}
-
-func (s *serialNetwork) Setup(ctx context.Context, podID, netns string, ports []network.PortMapping) (*network.Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.n.Setup(ctx, podID, netns, ports)
-}
-
-func (s *serialNetwork) Teardown(ctx context.Context, podID, netns string, ports []network.PortMapping) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.n.Teardown(ctx, podID, netns, ports)
-}
-
-func (s *serialNetwork) Status(ctx context.Context, podID, netns string) (*network.Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.n.Status(ctx, podID, netns)
+	c.changedMu.Lock()
+	c.changed = time.Now()
+	c.changedMu.Unlock()
 }

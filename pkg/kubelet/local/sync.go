@@ -257,29 +257,53 @@ func (w *podWorker) syncSandbox(ctx context.Context, pod *corev1.Pod) (*runtime.
 	if hostNet {
 		labels[labelHostNetwork] = "true"
 	}
-	sb, err := w.p.rt.CreateSandbox(ctx, runtime.SandboxConfig{
+	cfg := runtime.SandboxConfig{
 		Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID),
 		Hostname:  podHostname(pod),
 		Labels:    labels,
 		Resources: podResources(pod),
-	})
+	}
+	// CNI ADD runs while the pause container starts (AttachNetwork). What
+	// it did is undone should either fail: it tells which sandbox it
+	// attached in attachedID (read once CreateSandbox has returned).
+	ports := hostPorts(pod)
+	var (
+		attached             *network.Result
+		attachErr            error
+		attachedID, attachNS string
+	)
+	if !hostNet {
+		cfg.AttachNetwork = func(ctx context.Context, id, netns string) error {
+			attachedID, attachNS = id, netns
+			attached, attachErr = n.Setup(ctx, id, netns, ports)
+			return attachErr
+		}
+	}
+	sb, err := w.p.rt.CreateSandbox(ctx, cfg)
+	if err == nil && !hostNet && attached == nil {
+		err = errors.New("the runtime did not attach the sandbox to the pod network")
+		if rerr := w.p.rt.RemoveSandbox(context.WithoutCancel(ctx), sb.ID); rerr != nil {
+			w.log.Warn("remove failed sandbox", "sandbox", sb.ID, "err", rerr)
+		}
+	}
 	if err != nil {
-		w.sandboxFailed(pod, fmt.Sprintf("failed to create pod sandbox: %v", err))
+		if attachedID != "" {
+			acted = true
+			if err := n.Teardown(context.WithoutCancel(ctx), attachedID, attachNS, ports); err != nil {
+				w.log.Warn("tear down the network of a failed sandbox", "sandbox", attachedID, "err", err)
+			}
+		}
+		if attachErr != nil {
+			w.sandboxFailed(pod, fmt.Sprintf("failed to set up the network of pod sandbox %s: %v", attachedID, attachErr))
+		} else {
+			w.sandboxFailed(pod, fmt.Sprintf("failed to create pod sandbox: %v", err))
+		}
 		return nil, acted, nil
 	}
 	acted = true
 	ip := w.p.cfg.NodeIP
 	if !hostNet {
-		res, err := n.Setup(ctx, sb.ID, sb.NetNSPath, hostPorts(pod))
-		if err != nil {
-			w.sandboxFailed(pod, fmt.Sprintf("failed to set up the network of pod sandbox %s: %v", sb.ID, err))
-			_ = n.Teardown(context.WithoutCancel(ctx), sb.ID, sb.NetNSPath, hostPorts(pod))
-			if err := w.p.rt.RemoveSandbox(context.WithoutCancel(ctx), sb.ID); err != nil {
-				w.log.Warn("remove failed sandbox", "sandbox", sb.ID, "err", err)
-			}
-			return nil, acted, nil
-		}
-		ip = res.IP.String()
+		ip = attached.IP.String()
 	}
 	w.p.sandboxBackOff.DeleteEntry(string(w.uid))
 	w.sandboxID, w.podIP, w.podReady, w.podErr = sb.ID, ip, true, ""

@@ -19,10 +19,12 @@ import (
 	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
 	"github.com/vishvananda/netlink"
 )
 
 // Network is what the kubelet needs from pod networking; tests use fakes.
+// Its methods may be called concurrently for different pods.
 type Network interface {
 	// NewNetNS creates (or adopts) the named network namespace of a pod
 	// sandbox and returns its path.
@@ -163,11 +165,22 @@ func (c *Config) complete() error {
 // CNI attaches pod network namespaces to a node's bridge through libcni
 // and Debian's plugins, chained as one configuration list:
 // bridge (host-local IPAM) -> loopback -> portmap.
+//
+// Pods are set up and torn down in parallel: host-local takes a file lock
+// around its store, bridge tolerates a concurrent creation of the bridge
+// and its address, loopback works in the pod's namespace only, and
+// portmap does nothing for a pod without hostPorts. Pods with hostPorts
+// go one at a time, as portmap creates its shared iptables chains without
+// a lock.
 type CNI struct {
 	cfg  Config
 	lib  *libcni.CNIConfig
 	list *libcni.NetworkConfigList
 	log  *slog.Logger
+
+	// hostPorts is held exclusively by operations on pods with hostPorts
+	// (portmap's iptables chains), shared by the others.
+	hostPorts sync.RWMutex
 
 	mu   sync.Mutex // guards masq
 	masq bool       // the masquerade rule is in place
@@ -195,9 +208,12 @@ func New(cfg Config) (*CNI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("network: conflist: %w", err)
 	}
+	// An executor of our own: libcni would otherwise create its default
+	// one lazily, without a lock, on first use.
+	executor := &invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: os.Stderr}, PluginDecoder: version.PluginDecoder{}}
 	return &CNI{
 		cfg:  cfg,
-		lib:  libcni.NewCNIConfigWithCacheDir(cfg.PluginDirs, filepath.Join(cfg.StateDir, "cache"), nil),
+		lib:  libcni.NewCNIConfigWithCacheDir(cfg.PluginDirs, filepath.Join(cfg.StateDir, "cache"), executor),
 		list: list,
 		log:  cfg.Logger.With("component", "cni", "podCIDR", cfg.PodCIDR),
 	}, nil
@@ -297,6 +313,8 @@ func (c *CNI) Setup(ctx context.Context, podID, netnsPath string, ports []PortMa
 		return nil, errors.New("network setup: pod ID and netns path are required")
 	}
 	rt := c.runtimeConf(podID, netnsPath, ports)
+	unlock := c.lockPorts(ports)
+	defer unlock()
 	var res *Result
 	err := InNetNS(c.cfg.HostNetNS, func() error {
 		if err := c.ensureMasquerade(ctx); err != nil {
@@ -342,11 +360,23 @@ func (c *CNI) Teardown(ctx context.Context, podID, netnsPath string, ports []Por
 		netnsPath = ""
 	}
 	rt := c.runtimeConf(podID, netnsPath, ports)
+	unlock := c.lockPorts(ports)
+	defer unlock()
 	err := InNetNS(c.cfg.HostNetNS, func() error { return c.del(ctx, rt) })
 	if err != nil {
 		return fmt.Errorf("network teardown for pod %s: %w", podID, err)
 	}
 	return nil
+}
+
+// lockPorts serialises the operations of pods with hostPorts.
+func (c *CNI) lockPorts(ports []PortMapping) (unlock func()) {
+	if len(ports) > 0 {
+		c.hostPorts.Lock()
+		return c.hostPorts.Unlock
+	}
+	c.hostPorts.RLock()
+	return c.hostPorts.RUnlock
 }
 
 // del runs DEL through the chain, then makes sure host-local holds

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -194,6 +195,70 @@ func TestPodsOnOneNode(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// Pods are set up and torn down in parallel, the node's first ones (which
+// create the bridge) and ones with hostPorts included: each gets an
+// address of its own, and nothing is left.
+func TestConcurrentPods(t *testing.T) {
+	requireNetworking(t)
+	tag := uniq(t)
+	node := newTestNetNS(t, "mk8st-"+tag+"-node")
+	c := newTestCNI(t, node, "10.244.5.0/24")
+	t.Cleanup(func() { _ = c.Uninstall(context.Background()) })
+
+	const n = 6
+	pods := make([]*testPod, n)
+	paths := make([]string, n)
+	for i := range n {
+		path, err := c.NewNetNS(fmt.Sprintf("mk8st-%s-%d", tag, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths[i] = path
+		t.Cleanup(func() { _ = c.DeleteNetNS(fmt.Sprintf("mk8st-%s-%d", tag, i)) })
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		p := &testPod{id: fmt.Sprintf("%s-%d", tag, i), netns: fmt.Sprintf("mk8st-%s-%d", tag, i), path: paths[i]}
+		if i%3 == 0 {
+			p.ports = []PortMapping{{HostPort: int32(18090 + i), ContainerPort: 80}}
+		}
+		pods[i] = p
+		wg.Go(func() { p.res, errs[i] = c.Setup(context.Background(), p.id, p.path, p.ports) })
+	}
+	wg.Wait()
+	seen := map[netip.Addr]string{}
+	for i, p := range pods {
+		if errs[i] != nil {
+			t.Fatalf("setup pod %s: %v", p.id, errs[i])
+		}
+		if other, ok := seen[p.res.IP]; ok {
+			t.Errorf("pods %s and %s both got %v", other, p.id, p.res.IP)
+		}
+		seen[p.res.IP] = p.id
+	}
+	serve(t, pods[1].path, "p1", 8080)
+	mustDial(t, pods[2].path, net.JoinHostPort(pods[1].res.IP.String(), "8080"), "p1")
+
+	ids := make([]string, n)
+	for i, p := range pods {
+		ids[i] = p.id
+		wg.Go(func() { errs[i] = c.Teardown(context.Background(), p.id, p.path, p.ports) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("teardown pod %s: %v", pods[i].id, err)
+		}
+	}
+	for _, p := range pods {
+		if err := c.DeleteNetNS(p.netns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	assertClean(t, node, c, ids...)
 }
 
 // A hostPort reaches the pod's listener from the node itself and from

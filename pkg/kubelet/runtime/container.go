@@ -96,6 +96,8 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandbox *Sandbox, cfg 
 		oci.WithCgroup(cgroup),
 		oci.WithMounts([]specs.Mount{cgroupMount}),
 		oci.WithCPUShares(cfg.Resources.Shares()),
+		// One shim for the pod: the container's task joins the sandbox's.
+		oci.WithAnnotations(map[string]string{annotationShimGroup: sandbox.ID}),
 	}
 	if netns := sbLabels[labelNetNS]; netns != "" {
 		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netns}))
@@ -160,6 +162,13 @@ func (r *Containerd) snapshotter() string {
 	}
 	return containerd.DefaultSnapshotter
 }
+
+// annotationShimGroup groups tasks in one runc v2 shim: the shim started
+// for the first task whose OCI spec names a group serves every later task
+// of that group, and exits with the last of them. Every task of a pod
+// names its sandbox, as the CRI plugin does, so a container's start does
+// not start a shim process of its own.
+const annotationShimGroup = "io.containerd.runc.v2.group"
 
 // cgroupMount shows a container its own cgroup, read-only, at
 // /sys/fs/cgroup (as Docker and the CRI do), so it can read its limits.

@@ -122,6 +122,14 @@ func TestPodSharesNamespaces(t *testing.T) {
 	if code, _ := env.exec(c1, "sh", "-c", "echo x > /www/x"); code == 0 {
 		t.Error("wrote to a read-only mount")
 	}
+	// One shim serves the pod: the shim, which reaps them, is the parent
+	// of the sandbox's and the containers' processes alike.
+	shim := parentPid(t, int(sb.Pid))
+	for _, id := range []string{c1, c2} {
+		if got := parentPid(t, int(env.status(id).Pid)); got != shim {
+			t.Errorf("container %s runs under shim %d, the sandbox under %d", id, got, shim)
+		}
+	}
 	// IPC is shared: both see the same System V IPC namespace.
 	if _, a := env.exec(c1, "readlink", "/proc/self/ns/ipc"); true {
 		if _, b := env.exec(c2, "readlink", "/proc/self/ns/ipc"); a != b {
@@ -599,5 +607,46 @@ func TestHostNetworkAndSecurity(t *testing.T) {
 	}
 	if v, err := env.rt.Version(ctx); err != nil || !strings.HasPrefix(v, "containerd://1.") {
 		t.Errorf("version %q %v", v, err)
+	}
+}
+
+// TestAttachNetwork checks that CreateSandbox attaches the pod network on
+// the sandbox's namespace while the pause container starts, and that a
+// failed attachment fails the sandbox and leaves nothing behind.
+func TestAttachNetwork(t *testing.T) {
+	env := newTestEnv(t)
+	ctx := context.Background()
+	var gotID, gotNS string
+	sb, err := env.rt.CreateSandbox(ctx, SandboxConfig{Namespace: "default", Name: "attached", UID: "uid-attached-" + newID()[:6],
+		AttachNetwork: func(_ context.Context, id, netns string) error {
+			gotID, gotNS = id, netns
+			if _, err := os.Stat(netns); err != nil {
+				return fmt.Errorf("the namespace is not there yet: %w", err)
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotID != sb.ID || gotNS != sb.NetNSPath {
+		t.Errorf("attached %s in %s, want %s in %s", gotID, gotNS, sb.ID, sb.NetNSPath)
+	}
+	if err := env.rt.RemoveSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	failed, err := env.rt.CreateSandbox(ctx, SandboxConfig{Namespace: "default", Name: "unattached", UID: "uid-unattached-" + newID()[:6],
+		AttachNetwork: func(_ context.Context, id, netns string) error {
+			gotID, gotNS = id, netns
+			return errors.New("no bridge")
+		}})
+	if err == nil || !strings.Contains(err.Error(), "no bridge") || failed != nil {
+		t.Fatalf("CreateSandbox with a failing attachment = %v, %v", failed, err)
+	}
+	if _, err := os.Stat(gotNS); !os.IsNotExist(err) {
+		t.Errorf("netns %s of the failed sandbox still there: %v", gotNS, err)
+	}
+	if all, err := env.rt.ListContainers(ctx); err != nil || len(all) != 0 {
+		t.Errorf("left after a failed sandbox: %v %v", all, err)
 	}
 }

@@ -85,6 +85,14 @@ type SandboxConfig struct {
 	// network namespace of its own: NetNSPath is empty, Hostname is the
 	// node's). HostPID and HostIPC share the node's PID and IPC namespaces.
 	HostNetwork, HostPID, HostIPC bool
+	// AttachNetwork, when set, attaches the sandbox's network namespace
+	// to the pod network (CNI ADD). CreateSandbox calls it once, as soon
+	// as the namespace exists, with the sandbox's ID and the namespace's
+	// path, and starts the pause container meanwhile; it returns when
+	// both are done. Should either fail, CreateSandbox removes the
+	// sandbox and returns the error; undoing what AttachNetwork did (CNI
+	// DEL) is then the caller's. Not called for HostNetwork.
+	AttachNetwork func(ctx context.Context, id, netnsPath string) error
 }
 
 // Sandbox is a running pod sandbox.

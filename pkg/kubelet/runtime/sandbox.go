@@ -25,8 +25,11 @@ func (r *Containerd) netnsPath(sandboxID string) string {
 
 // CreateSandbox starts a pod's pause container in new network, IPC and UTS
 // namespaces. The network namespace is created first and bound under
-// NetNSDir, so it outlives the pause process for CNI DEL.
-func (r *Containerd) CreateSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, retErr error) {
+// NetNSDir, so it outlives the pause process for CNI DEL; AttachNetwork
+// runs on it while the pause container is created and started. The
+// pause container's task starts the pod's shim, which its containers'
+// tasks share (annotationShimGroup).
+func (r *Containerd) CreateSandbox(ctx context.Context, cfg SandboxConfig) (created *Sandbox, retErr error) {
 	ctx = r.nsCtx(ctx)
 	if cfg.UID == "" {
 		return nil, errors.New("create sandbox: pod UID is required")
@@ -93,6 +96,7 @@ func (r *Containerd) CreateSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 		oci.WithImageConfig(img),
 		oci.WithCgroup(parent + "/" + id),
 		oci.WithCPUShares(minShares),
+		oci.WithAnnotations(map[string]string{annotationShimGroup: id}),
 	}
 	if cfg.HostNetwork {
 		specOpts = append(specOpts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
@@ -101,6 +105,19 @@ func (r *Containerd) CreateSandbox(ctx context.Context, cfg SandboxConfig) (_ *S
 			return nil, fmt.Errorf("create sandbox for %s: %w", pod, err)
 		}
 		specOpts = append(specOpts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netns}), oci.WithHostname(hostname))
+		if cfg.AttachNetwork != nil {
+			// The pod network and the pause container are set up side by
+			// side: they meet only in the namespace, which exists now.
+			attached := make(chan error, 1)
+			go func() { attached <- cfg.AttachNetwork(ctx, id, netns) }()
+			defer func() {
+				// Also when the pause container failed: the sandbox is
+				// removed only once the attachment is over.
+				if err := <-attached; err != nil && retErr == nil {
+					created, retErr = nil, fmt.Errorf("create sandbox for %s: attach network: %w", pod, err)
+				}
+			}()
+		}
 	}
 	if cfg.HostIPC {
 		specOpts = append(specOpts, oci.WithHostNamespace(specs.IPCNamespace))
