@@ -22,7 +22,8 @@
 // The default server also carries minik8s' own routes, claimed before any
 // DNSRecord or Ingress: /function/ goes, path unchanged, to the Service
 // kube-system/minik8s-functions (the functions' router, pkg/serverless)
-// while that Service exists.
+// while that Service exists; nginx waits up to an hour for its answers,
+// since the router enforces each function's own timeout.
 //
 // Where two objects claim the same host and path, the older one keeps it
 // and the other reports the conflict in its status. Redirects nginx

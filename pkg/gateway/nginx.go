@@ -88,6 +88,10 @@ func nginxConfig(dir string, port int, allow []string, id string, r routes) stri
 			default:
 				p("            proxy_pass http://%s;", l.upstream)
 			}
+			if l.readTimeout > 0 {
+				p("            proxy_read_timeout %ds;", int(l.readTimeout.Seconds()))
+				p("            proxy_send_timeout %ds;", int(l.readTimeout.Seconds()))
+			}
 			p("        }")
 		}
 		if !root {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -29,6 +30,10 @@ type location struct {
 	upstream string
 	// strip passes the request on without the path prefix (DNSRecords).
 	strip bool
+	// readTimeout, when set, replaces nginx's 60s wait for the backend's
+	// answer: a backend with timeouts of its own (the function router)
+	// answers them itself.
+	readTimeout time.Duration
 	// implied marks the "= /p" that a prefix "/p/" brings along, so that
 	// /p answers too: it yields to an explicit Exact path, and a clash
 	// over it is reported as the prefix's.
@@ -255,7 +260,7 @@ func (b *builder) addBuiltin() {
 			continue
 		}
 		b.addPrefix(objectKey{"Service", "kube-system", r.service}, defaultHost,
-			location{path: r.path, upstream: upstream, owner: "minik8s service kube-system/" + r.service})
+			location{path: r.path, upstream: upstream, owner: "minik8s service kube-system/" + r.service, readTimeout: time.Hour})
 	}
 }
 

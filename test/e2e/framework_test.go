@@ -117,6 +117,11 @@ func startCluster(t *testing.T, n int, tune func(*controlplane.Config), addons b
 		if t.Failed() {
 			tail, _ := exec.Command("tail", "-n", "60", logs.Name()).Output()
 			t.Logf("last lines of the cluster's log:\n%s", tail)
+			// The whole log outlives the test's temporary directory.
+			kept := filepath.Join(os.TempDir(), "minik8s-e2e-"+c.tag+".log")
+			if b, err := os.ReadFile(logs.Name()); err == nil && os.WriteFile(kept, b, 0o644) == nil {
+				t.Logf("the cluster's whole log: %s", kept)
+			}
 		}
 		_ = logs.Close()
 	})

@@ -357,7 +357,7 @@ func (r *Router) call(w http.ResponseWriter, req *http.Request, key types.Namesp
 	r.track(key, +1)
 	defer r.track(key, -1)
 	rec := &recorder{ResponseWriter: w}
-	a := &attempts{r: r, key: key, timeout: timeout}
+	a := &attempts{r: r, key: key, timeout: timeout, start: time.Now()}
 	defer func() {
 		if a.inst != nil {
 			r.release(*a.inst)
@@ -421,6 +421,9 @@ type attempts struct {
 	inst *instance
 	// cold: the request waited for an instance; sent: it reached one.
 	cold, sent bool
+	// last is the pod of the last attempt; start when the call came.
+	last  string
+	start time.Time
 }
 
 func (a *attempts) RoundTrip(out *http.Request) (*http.Response, error) {
@@ -430,7 +433,7 @@ func (a *attempts) RoundTrip(out *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.inst, a.sent = &inst, true
+		a.inst, a.sent, a.last = &inst, true, inst.name
 		req := out.Clone(out.Context())
 		req.URL.Host = net.JoinHostPort(inst.ip, strconv.Itoa(a.r.cfg.InstancePort))
 		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
@@ -477,9 +480,12 @@ func (a *attempts) fail(w http.ResponseWriter, req *http.Request, err error) {
 		if !a.sent {
 			what = "had no ready instance"
 		}
+		a.r.log.Info("function call timed out", "function", a.key.String(), "pod", a.last, "waited", a.cold, "sent", a.sent, "timeout", a.timeout)
 		writeError(w, http.StatusGatewayTimeout, "Timeout", fmt.Sprintf("function %s %s within %s", a.key, what, a.timeout))
 	case errors.Is(err, context.Canceled):
 		// The client went away; nobody reads the answer.
+		a.r.log.Info("the caller went away before the function answered", "function", a.key.String(), "pod", a.last,
+			"waited", a.cold, "sent", a.sent, "after", time.Since(a.start).Round(time.Millisecond))
 		w.WriteHeader(statusClientClosed)
 	default:
 		a.r.log.Info("function call failed", "function", a.key.String(), "err", err)
