@@ -326,7 +326,28 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("function %s not found", key))
 		return
 	}
+	if msg, failed := neverBuilt(fn); failed {
+		// No revision can ever answer until the code changes: say why
+		// now rather than hold the call until it times out.
+		writeError(w, http.StatusServiceUnavailable, "NotReady", fmt.Sprintf("function %s is not ready: %s", key, msg))
+		return
+	}
 	r.call(w, req, key, timeoutOf(fn))
+}
+
+// neverBuilt says why a function that has no image yet failed to get one
+// (its Ready condition's reason and message), when it did fail. A
+// function still building, or with an earlier revision serving, is not.
+func neverBuilt(fn *minik8sv1.Function) (string, bool) {
+	if fn.Status.Image != "" {
+		return "", false
+	}
+	for _, c := range fn.Status.Conditions {
+		if c.Type == "Ready" && c.Status == metav1.ConditionFalse && c.ObservedGeneration == fn.Generation {
+			return c.Reason + ": " + c.Message, true
+		}
+	}
+	return "", false
 }
 
 // parsePath is the function a /function/<namespace>/<name>[/rest] path names.

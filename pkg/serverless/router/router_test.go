@@ -227,6 +227,35 @@ func TestNotFound(t *testing.T) {
 	}
 }
 
+// A function whose code never built answers 503 with the reason at
+// once; one still building, or with an earlier revision, is held.
+func TestNeverBuilt(t *testing.T) {
+	broken := function("broken", 0)
+	broken.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "BuildFailed",
+		Message: "SyntaxError: invalid syntax (main.py, line 1)"}}
+	p := &pokes{}
+	f := newFixture(t, functions{"default/broken": broken}, p)
+	start := time.Now()
+	resp, body := f.call("/function/default/broken", "{}")
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "NotReady") || !strings.Contains(body, "SyntaxError") {
+		t.Errorf("code %d body %s, want 503 NotReady naming the SyntaxError", resp.StatusCode, body)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("answered after %s, want at once", d)
+	}
+	for _, tc := range []struct {
+		name string
+		fn   *minik8sv1.Function
+	}{
+		{"an earlier revision serves", func() *minik8sv1.Function { fn := broken.DeepCopy(); fn.Status.Image = "img@sha256:1"; return fn }()},
+		{"a newer generation is building", func() *minik8sv1.Function { fn := broken.DeepCopy(); fn.Generation = 2; return fn }()},
+	} {
+		if _, failed := neverBuilt(tc.fn); failed {
+			t.Errorf("%s: refused", tc.name)
+		}
+	}
+}
+
 func TestForward(t *testing.T) {
 	b := newBackend(t, "greet-a")
 	f := newFixture(t, functions{"default/greet": function("greet", 0)}, &pokes{},
