@@ -458,11 +458,13 @@ spec:
 		if msg := readyCondition(fn).Message; !strings.Contains(msg, "handle") {
 			t.Errorf("missing handler message: %q", msg)
 		}
-		// A call says why at once, instead of waiting for an instance.
-		if r, err := call(hc, c.gateway+fnmeta.Path("default", "broken"), `{}`); err != nil ||
-			r.code != http.StatusServiceUnavailable || !strings.Contains(r.body, "SyntaxError") {
-			t.Errorf("a call to a function that never built: %d %q %v, want 503 naming the SyntaxError", r.code, r.body, err)
-		}
+		// A call says why at once, instead of waiting for an instance
+		// (once the router has seen the status).
+		quick := &http.Client{Timeout: 3 * time.Second}
+		c.waitFor(time.Minute, "a call to a function that never built: 503 naming the SyntaxError", func(context.Context) (bool, error) {
+			r, err := call(quick, c.gateway+fnmeta.Path("default", "broken"), `{}`)
+			return err == nil && r.code == http.StatusServiceUnavailable && strings.Contains(r.body, "SyntaxError"), nil
+		})
 		for _, name := range []string{"broken", "nohandler"} {
 			if pods, err := c.functionPods(ctx, name); err != nil || len(pods) != 0 {
 				t.Errorf("%s has pods %v (%v): a function that cannot run must not crash-loop", name, pods, err)
