@@ -24,7 +24,8 @@ func Resource(resource string) schema.GroupResource {
 }
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &DNSRecord{}, &DNSRecordList{}, &Function{}, &FunctionList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &DNSRecord{}, &DNSRecordList{}, &Function{}, &FunctionList{},
+		&Workflow{}, &WorkflowList{}, &WorkflowRun{}, &WorkflowRunList{}, &Trigger{}, &TriggerList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }
