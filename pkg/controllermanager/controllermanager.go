@@ -39,6 +39,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/controller/replicaset"
 	"github.com/minik8s/minik8s/pkg/controller/ttlafterfinished"
 	"github.com/minik8s/minik8s/pkg/lease"
+	"github.com/minik8s/minik8s/pkg/workflow/engine"
 )
 
 // LeaseName is the Lease in kube-system that the controller managers of a
@@ -125,6 +126,12 @@ var controllers = []struct {
 	}},
 	{"nodelifecycle", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		return startOf(nodelifecycle.New(kc, nodelifecycle.Config{NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod}))
+	}},
+	{"workflow", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(engine.NewWorkflowController(kc, nil, nil))
+	}},
+	{"workflowrun", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(engine.NewRunController(kc, engine.Config{}))
 	}},
 	{"horizontalpodautoscaling", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		metrics, err := metricsclient.NewForConfig(kc.REST)

@@ -20,7 +20,7 @@
 //     is the cluster's only Ingress controller.
 //
 // The default server also carries minik8s' own routes, claimed before any
-// DNSRecord or Ingress: /function/ goes, path unchanged, to the Service
+// DNSRecord or Ingress: /function/ (and /workflow/, /trigger/) goes, path unchanged, to the Service
 // kube-system/minik8s-functions (the functions' router, pkg/serverless)
 // while that Service exists; nginx waits up to an hour for its answers,
 // since the router enforces each function's own timeout.

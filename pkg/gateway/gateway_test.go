@@ -326,8 +326,8 @@ func TestNginxServesRoutes(t *testing.T) {
 	}
 }
 
-// The functions' route exists on the default server while the router's
-// Service does, and no Ingress takes it.
+// The functions' and workflows' routes exist on the default server while
+// the router's Service does, and no Ingress takes them.
 func TestBuiltinFunctionRoute(t *testing.T) {
 	router := svc("minik8s-functions", "10.96.0.30", corev1.ServicePort{Port: 80})
 	router.Namespace = "kube-system"
@@ -340,7 +340,8 @@ func TestBuiltinFunctionRoute(t *testing.T) {
 	for _, l := range r.hosts[defaultHost] {
 		got = append(got, l.key()+" -> "+l.upstream)
 	}
-	want := []string{"= /function -> 10.96.0.30:80", "/function/ -> 10.96.0.30:80"}
+	want := []string{"= /function -> 10.96.0.30:80", "/function/ -> 10.96.0.30:80",
+		"= /workflow -> 10.96.0.30:80", "/workflow/ -> 10.96.0.30:80", "= /trigger -> 10.96.0.30:80", "/trigger/ -> 10.96.0.30:80"}
 	if !slices.Equal(got, want) {
 		t.Errorf("default server routes = %q, want %q", got, want)
 	}

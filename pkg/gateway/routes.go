@@ -251,6 +251,11 @@ func build(services serviceLookup, recs []*minik8sv1.DNSRecord, ings []*networki
 var builtinRoutes = []struct{ path, service string }{
 	// Functions: /function/<namespace>/<name> (pkg/serverless/router).
 	{"/function", "minik8s-functions"},
+	// Workflows run synchronously, /workflow/<namespace>/<name>, and HTTP
+	// triggers, /trigger/<namespace>/<name> (pkg/workflow/trigger), served
+	// by the router's process.
+	{"/workflow", "minik8s-functions"},
+	{"/trigger", "minik8s-functions"},
 }
 
 func (b *builder) addBuiltin() {

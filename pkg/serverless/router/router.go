@@ -70,6 +70,9 @@ type Config struct {
 	// Registry receives the router's metrics and is served on /metrics
 	// (default a registry of its own).
 	Registry *prometheus.Registry
+	// Handlers serve other path prefixes beside /function/ on the same
+	// listener (the workflows' /workflow/ and /trigger/), longest first.
+	Handlers map[string]http.Handler
 }
 
 const (
@@ -315,6 +318,12 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
 		return
+	}
+	for prefix, h := range r.cfg.Handlers {
+		if strings.HasPrefix(req.URL.Path, prefix) {
+			h.ServeHTTP(w, req)
+			return
+		}
 	}
 	key, ok := parsePath(req.URL.Path)
 	if !ok {
