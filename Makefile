@@ -20,10 +20,11 @@ help: ## list the targets
 deps: ## install what building and testing need (Debian packages, Go modules)
 	@hack/install-deps.sh
 
-build: ## build bin/minik8s, bin/kubectl and the kubectl plugin bin/kubectl-fn
+build: ## build bin/minik8s, bin/kubectl and the kubectl plugins bin/kubectl-fn and bin/kubectl-wf
 	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/minik8s ./cmd/minik8s
 	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl ./cmd/kubectl
 	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-fn ./cmd/kubectl-fn
+	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-wf ./cmd/kubectl-wf
 
 up: deps build ## run a single-node cluster in the background (logs: _output/minik8s.log)
 	@hack/up.sh "$(DATA_DIR)" "$(PORT)"

@@ -63,9 +63,19 @@ func TestDiscoveryDNSRecords(t *testing.T) {
 			if r.Name == "functions" && (r.Kind != "Function" || !r.Namespaced || !slices.Equal(r.ShortNames, []string{"fn"})) {
 				t.Errorf("functions: %+v", r)
 			}
+			if r.Name == "workflows" && (r.Kind != "Workflow" || !r.Namespaced || !slices.Equal(r.ShortNames, []string{"wf"}) || !slices.Equal(r.Categories, []string{"all"})) {
+				t.Errorf("workflows: %+v", r)
+			}
+			if r.Name == "workflowruns" && (r.Kind != "WorkflowRun" || !r.Namespaced || !slices.Equal(r.ShortNames, []string{"wfr"}) || len(r.Categories) != 0) {
+				t.Errorf("workflowruns: %+v", r)
+			}
+			if r.Name == "triggers" && (r.Kind != "Trigger" || !r.Namespaced || !slices.Equal(r.ShortNames, []string{"trg"}) || len(r.Categories) != 0) {
+				t.Errorf("triggers: %+v", r)
+			}
 		}
 	}
-	if !slices.Equal(names, []string{"dnsrecords", "dnsrecords/status", "functions", "functions/status"}) {
+	if !slices.Equal(names, []string{"dnsrecords", "dnsrecords/status", "functions", "functions/status",
+		"workflows", "workflows/status", "workflowruns", "workflowruns/status", "triggers", "triggers/status"}) {
 		t.Errorf("minik8s.io/v1 resources = %v", names)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"reflect"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -70,7 +71,11 @@ func applyPatch(pt types.PatchType, current runtime.Object, patch []byte) (_ []b
 		if err := json.Unmarshal(patch, &patchMap); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid strategic merge patch: %v", err))
 		}
-		out, err = strategicpatch.StrategicMergePatch(original, patch, current)
+		meta, err := strategicpatch.NewPatchMetaFromStruct(current)
+		if err != nil {
+			return nil, err
+		}
+		out, err = strategicpatch.StrategicMergePatchUsingLookupPatchMeta(original, patch, structPatchMeta{meta})
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to apply strategic merge patch: %v", err))
 		}
@@ -83,3 +88,61 @@ func applyPatch(pt types.PatchType, current runtime.Object, patch []byte) (_ []b
 	}
 	return out, nil
 }
+
+// structPatchMeta is the strategic merge patch schema of an object's Go
+// type, as strategicpatch.PatchMetaFromStruct reads it, but for the values
+// with a JSON encoding of their own (minik8s' JSON: a workflow's definition,
+// a run's input; runtime.RawExtension): these hold any JSON, and a patch
+// merges into them as a JSON merge patch does (objects merged key by key,
+// null deleting a key, lists replaced), where PatchMetaFromStruct would
+// find no Go field for their keys.
+type structPatchMeta struct {
+	strategicpatch.PatchMetaFromStruct
+}
+
+func (m structPatchMeta) LookupPatchMetadataForStruct(key string) (strategicpatch.LookupPatchMeta, strategicpatch.PatchMeta, error) {
+	sub, pm, err := m.PatchMetaFromStruct.LookupPatchMetadataForStruct(key)
+	if err != nil {
+		return nil, pm, err
+	}
+	return subPatchMeta(sub), pm, nil
+}
+
+func (m structPatchMeta) LookupPatchMetadataForSlice(key string) (strategicpatch.LookupPatchMeta, strategicpatch.PatchMeta, error) {
+	sub, pm, err := m.PatchMetaFromStruct.LookupPatchMetadataForSlice(key)
+	if err != nil {
+		return nil, pm, err
+	}
+	return subPatchMeta(sub), pm, nil
+}
+
+var jsonUnmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+
+func subPatchMeta(sub strategicpatch.LookupPatchMeta) strategicpatch.LookupPatchMeta {
+	s, ok := sub.(strategicpatch.PatchMetaFromStruct)
+	if !ok {
+		return sub
+	}
+	t := s.T
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct && reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
+		return anyJSONPatchMeta{}
+	}
+	return structPatchMeta{s}
+}
+
+// anyJSONPatchMeta is the schema of any JSON value: no field has a patch
+// strategy, so maps merge and lists are replaced.
+type anyJSONPatchMeta struct{}
+
+func (anyJSONPatchMeta) LookupPatchMetadataForStruct(string) (strategicpatch.LookupPatchMeta, strategicpatch.PatchMeta, error) {
+	return anyJSONPatchMeta{}, strategicpatch.PatchMeta{}, nil
+}
+
+func (anyJSONPatchMeta) LookupPatchMetadataForSlice(string) (strategicpatch.LookupPatchMeta, strategicpatch.PatchMeta, error) {
+	return anyJSONPatchMeta{}, strategicpatch.PatchMeta{}, nil
+}
+
+func (anyJSONPatchMeta) Name() string { return "JSON" }

@@ -40,6 +40,8 @@ import (
 	"github.com/minik8s/minik8s/pkg/controller/ttlafterfinished"
 	"github.com/minik8s/minik8s/pkg/lease"
 	"github.com/minik8s/minik8s/pkg/workflow/engine"
+	"github.com/minik8s/minik8s/pkg/workflow/invoke"
+	"github.com/minik8s/minik8s/pkg/workflow/trigger"
 )
 
 // LeaseName is the Lease in kube-system that the controller managers of a
@@ -132,6 +134,9 @@ var controllers = []struct {
 	}},
 	{"workflowrun", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(engine.NewRunController(kc, engine.Config{}))
+	}},
+	{"trigger", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(trigger.New(kc, trigger.Config{Invoker: &invoke.Router{Client: kc.Client}}))
 	}},
 	{"horizontalpodautoscaling", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		metrics, err := metricsclient.NewForConfig(kc.REST)

@@ -13,12 +13,14 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/minik8s/minik8s/pkg/kubectl/fn"
+	"github.com/minik8s/minik8s/pkg/kubectl/wf"
 )
 
 // NewCommand builds the kubectl command tree. args are the full command
 // line including the program name (plugins are looked up from them).
-// minik8s' own commands (fn) are part of the tree and read the same
-// kubeconfig flags; other kubectls reach them as plugins (bin/kubectl-fn).
+// minik8s' own commands (fn, wf) are part of the tree and read the same
+// kubeconfig flags; other kubectls reach them as plugins (bin/kubectl-fn,
+// bin/kubectl-wf).
 func NewCommand(streams genericiooptions.IOStreams, args []string) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50.0).WithWarningPrinter(streams)
 	cmd := kubectlcmd.NewKubectlCommand(kubectlcmd.KubectlOptions{
@@ -26,7 +28,8 @@ func NewCommand(streams genericiooptions.IOStreams, args []string) *cobra.Comman
 		ConfigFlags: flags,
 		IOStreams:   streams,
 	})
-	cmd.AddCommand(fn.NewCommand(cmdutil.NewFactory(cmdutil.NewMatchVersionFlags(flags)), streams))
+	factory := cmdutil.NewFactory(cmdutil.NewMatchVersionFlags(flags))
+	cmd.AddCommand(fn.NewCommand(factory, streams), wf.NewCommand(factory, streams))
 	if len(args) > 1 {
 		runPlugin(cmd, kubectlcmd.NewDefaultPluginHandler(plugin.ValidPluginFilenamePrefixes), args[1:], streams)
 		cmd.SetArgs(args[1:])

@@ -5,7 +5,8 @@
 // for the gateway, pods and the apiserver's Service proxy, and the
 // autoscaler (pkg/serverless/autoscale), in one process so the router's
 // counts reach the autoscaler directly. The registry it pushes to is
-// pkg/serverless/registry, run beside it.
+// pkg/serverless/registry, run beside it. The router's listener also serves
+// the workflows' HTTP entry points (pkg/workflow/trigger).
 package serverless
 
 import (
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -32,6 +34,9 @@ import (
 	"github.com/minik8s/minik8s/pkg/serverless/pyruntime"
 	"github.com/minik8s/minik8s/pkg/serverless/registry"
 	"github.com/minik8s/minik8s/pkg/serverless/router"
+	"github.com/minik8s/minik8s/pkg/workflow/invoke"
+	"github.com/minik8s/minik8s/pkg/workflow/trigger"
+	"github.com/minik8s/minik8s/pkg/workflow/wfmeta"
 )
 
 // DefaultRouterPort is where the router listens on its host.
@@ -93,11 +98,20 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// The workflows' HTTP entry points (/trigger/, /workflow/) share the
+	// router's listener; a trigger's function is called through the
+	// router's Service like any other caller.
+	workflowHTTP, err := trigger.NewHTTPHandler(trigger.HTTPConfig{Dynamic: cfg.Dynamic,
+		Invoker: &invoke.Router{Client: cfg.Client}, Recorder: kc.EventRecorder("trigger-http"), Logger: log})
+	if err != nil {
+		return err
+	}
 	// The router and the autoscaler point at each other: the router pokes
 	// the autoscaler, the autoscaler reads the router's counts.
 	var scaler pokeProxy
 	rt, err := router.New(router.Config{Client: cfg.Client, Functions: functions, Scaler: &scaler,
-		Address: net.JoinHostPort("", strconv.Itoa(cfg.RouterPort)), NetNS: cfg.NetNS, Logger: log})
+		Address: net.JoinHostPort("", strconv.Itoa(cfg.RouterPort)), NetNS: cfg.NetNS, Logger: log,
+		Handlers: map[string]http.Handler{wfmeta.WorkflowPathPrefix: workflowHTTP, wfmeta.TriggerPathPrefix: workflowHTTP}})
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,7 @@ import (
 	kubectlopenapi "k8s.io/kubectl/pkg/util/openapi"
 	"k8s.io/kubectl/pkg/validation"
 
+	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
 	"github.com/minik8s/minik8s/pkg/apiserver/openapi"
 )
 
@@ -903,6 +904,59 @@ func TestRecursiveCustomType(t *testing.T) {
 		`{"apiVersion":"example.minik8s.io/v1","kind":"Tree","weight":1,"flag":true,"children":[{"weight":2,"flag":false,"bogus":1}]}`)); err == nil ||
 		!strings.Contains(err.Error(), `unknown field "bogus"`) {
 		t.Errorf("validation error %v", err)
+	}
+}
+
+// A JSON field (minik8sv1.JSON: a run's input, a workflow's definition)
+// is any JSON value: untyped, and in v3 preserving unknown fields, so that
+// kubectl accepts objects, lists, strings, numbers and booleans with any
+// nested fields there, and still refuses unknown fields elsewhere.
+func TestAnyJSONValue(t *testing.T) {
+	gvk := minik8sv1.SchemeGroupVersion.WithKind("WorkflowRun")
+	e := newEnv(t, []openapi.Resource{res(gvk, "workflowruns", true, &minik8sv1.WorkflowRun{}, &minik8sv1.WorkflowRunList{}, "status")})
+	doc := e.v3Spec(t, gvk.GroupVersion())
+	jsonName := "com.github.minik8s.minik8s.pkg.apis.minik8s.v1.JSON"
+	def, ok := doc.Components.Schemas[jsonName]
+	if !ok {
+		t.Fatalf("no schema %s", jsonName)
+	}
+	if len(def.Type) != 0 || def.Extensions["x-kubernetes-preserve-unknown-fields"] != true || len(def.Properties) != 0 {
+		t.Errorf("v3 JSON schema: type %v, extensions %v, properties %v; want no type, preserving unknown fields", def.Type, def.Extensions, def.Properties)
+	}
+	_, run := findKind(t, doc, gvk)
+	specRef := run.Properties["spec"].AllOf[0].Ref.String()
+	runSpec := doc.Components.Schemas[strings.TrimPrefix(specRef, "#/components/schemas/")]
+	input := runSpec.Properties["input"]
+	if len(input.AllOf) != 1 || input.AllOf[0].Ref.String() != "#/components/schemas/"+jsonName || !strings.Contains(input.Description, "any JSON value") {
+		t.Errorf("spec.input: %+v", input)
+	}
+
+	v2, err := e.discovery.OpenAPISchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range v2.Definitions.AdditionalProperties {
+		if d.Name == jsonName {
+			found = true
+			if d.Value.Type != nil && len(d.Value.Type.Value) > 0 {
+				t.Errorf("v2 JSON schema has type %v", d.Value.Type.Value)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no v2 definition %s", jsonName)
+	}
+	validator := validation.NewSchemaValidation(parserGetter{kubectlopenapi.NewOpenAPIParser(e.discovery)})
+	for _, input := range []string{`{"a":{"b":[1,{"c":true}]},"d":null}`, `[1,"two",{"three":3}]`, `"text"`, `12.5`, `true`} {
+		body := `{"apiVersion":"minik8s.io/v1","kind":"WorkflowRun","metadata":{"name":"r"},"spec":{"workflow":"wf","input":` + input + `}}`
+		if err := validator.ValidateBytes([]byte(body)); err != nil {
+			t.Errorf("input %s refused: %v", input, err)
+		}
+	}
+	if err := validator.ValidateBytes([]byte(`{"apiVersion":"minik8s.io/v1","kind":"WorkflowRun","metadata":{"name":"r"},"spec":{"workflow":"wf","bogus":1,"input":{"x":1}}}`)); err == nil ||
+		!strings.Contains(err.Error(), `unknown field "bogus"`) {
+		t.Errorf("unknown field next to input: %v", err)
 	}
 }
 

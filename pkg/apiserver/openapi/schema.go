@@ -249,7 +249,8 @@ func (g *schemaGenerator) buildDefinition(t reflect.Type) (spec.Schema, error) {
 	zero := reflect.New(t)
 
 	// Types that declare their OpenAPI representation (metav1.Time,
-	// MicroTime, Duration, resource.Quantity, intstr.IntOrString).
+	// MicroTime, Duration, resource.Quantity, intstr.IntOrString, and
+	// the JSON types of any value, whose type is none).
 	if typer, ok := implements[openAPISchemaTyper](zero); ok {
 		s := spec.Schema{}
 		s.Description = doc[""]
@@ -263,6 +264,12 @@ func (g *schemaGenerator) buildDefinition(t reflect.Type) (spec.Schema, error) {
 			s.Extensions = spec.Extensions{extIntOrString: true}
 		} else {
 			s.Type = typer.OpenAPISchemaType()
+			// No type is any JSON value (apiextensions' JSON, minik8s'
+			// JSON): in v3, a schema without a type that keeps whatever
+			// it holds, as a CRD's x-kubernetes-preserve-unknown-fields.
+			if g.v3 && len(s.Type) == 0 {
+				s.Extensions = spec.Extensions{extPreserveUnknownField: true}
+			}
 		}
 		return s, nil
 	}

@@ -22,7 +22,7 @@ func Builtin() []*registry.Resource {
 
 // Minik8s is the table of minik8s' own kinds (group minik8s.io).
 func Minik8s() []*registry.Resource {
-	return []*registry.Resource{dnsRecords(), functions()}
+	return []*registry.Resource{dnsRecords(), functions(), workflows(), workflowRuns(), triggers()}
 }
 
 // All is every resource minik8s serves: Kubernetes' kinds, then its own.

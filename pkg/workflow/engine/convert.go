@@ -22,6 +22,10 @@ func toExecution(st *minik8sv1.WorkflowRunStatus) *asl.Execution {
 		Cause:       st.Cause,
 		Transitions: int(st.Transitions),
 	}
+	if x.State != "" && x.StateInput == nil {
+		// A null input is stored as none (minik8sv1.JSON drops null).
+		x.StateInput = json.RawMessage("null")
+	}
 	for _, n := range st.RetryCounts {
 		x.RetryCounts = append(x.RetryCounts, int(n))
 	}

@@ -227,7 +227,7 @@ func (c *RunController) sync(ctx context.Context, key string) (time.Duration, er
 	}
 	deadline, hasDeadline := time.Time{}, false
 	if ts := m.TimeoutSeconds; ts > 0 && run.Status.StartTime != nil {
-		deadline, hasDeadline = run.Status.StartTime.Add(time.Duration(ts)*time.Second), true
+		deadline, hasDeadline = startedAt(run).Add(time.Duration(ts)*time.Second), true
 		if !now.Before(deadline) {
 			c.cancelCall(key)
 			if err := c.abortChildren(ctx, run, "the run timed out"); err != nil {
@@ -301,8 +301,17 @@ func (c *RunController) start(ctx context.Context, key string, run *minik8sv1.Wo
 			return 0, err
 		}
 		if !ok {
-			return 0, c.finish(ctx, key, run, minik8sv1.WorkflowRunFailed, "WorkflowNotFound",
-				fmt.Sprintf("workflow %q does not exist in namespace %s", run.Spec.Workflow, run.Namespace))
+			// The workflows' cache may not have a Workflow created just
+			// before the run yet (another watch): ask the apiserver
+			// before failing the run.
+			obj, err = c.cfg.Dynamic.Resource(wfmeta.WorkflowResource).Namespace(run.Namespace).Get(ctx, run.Spec.Workflow, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return 0, c.finish(ctx, key, run, minik8sv1.WorkflowRunFailed, "WorkflowNotFound",
+					fmt.Sprintf("workflow %q does not exist in namespace %s", run.Spec.Workflow, run.Namespace))
+			}
+			if err != nil {
+				return 0, fmt.Errorf("get workflow %s/%s: %w", run.Namespace, run.Spec.Workflow, err)
+			}
 		}
 		wf := &minik8sv1.Workflow{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, wf); err != nil {
@@ -330,17 +339,29 @@ func (c *RunController) start(ctx context.Context, key string, run *minik8sv1.Wo
 
 func (c *RunController) env(run *minik8sv1.WorkflowRun, now time.Time) asl.Env {
 	env := asl.Env{Now: now, Rand: rand.New(rand.NewSource(now.UnixNano())),
-		Execution: asl.ContextExecution{ID: string(run.UID), Name: run.Name, Input: run.Spec.Input.Bytes()},
+		Execution:    asl.ContextExecution{ID: string(run.UID), Name: run.Name, Input: run.Spec.Input.Bytes()},
 		StateMachine: asl.ContextStateMachine{ID: run.Namespace + "/" + run.Spec.Workflow, Name: run.Spec.Workflow}}
 	if run.Spec.Input == nil {
 		env.Execution.Input = []byte("{}")
 	}
 	if run.Status.StartTime != nil {
-		env.Execution.StartTime = run.Status.StartTime.Time
+		env.Execution.StartTime = startedAt(run)
 	} else {
 		env.Execution.StartTime = now
 	}
 	return env
+}
+
+// startedAt is when the run started, to the microsecond: startTime is
+// stored to the second only, which would end a machine's TimeoutSeconds
+// up to a second early; the first state's entry has it exactly, while
+// the history still holds it.
+func startedAt(run *minik8sv1.WorkflowRun) time.Time {
+	st := &run.Status
+	if len(st.History) > 0 && int64(len(st.History)) == st.Transitions {
+		return st.History[0].Entered.Time
+	}
+	return st.StartTime.Time
 }
 
 // machine parses a definition, once per distinct definition.
@@ -462,7 +483,7 @@ func (c *RunController) poll(ctx context.Context, key string, run *minik8sv1.Wor
 			return asl.Result{}, false, nil
 		}
 		if !wfmeta.Finished(child.Status.Phase) {
-			if w.Timeout > 0 && !now.Before(c.entered(x).Add(w.Timeout)) {
+			if w.Timeout > 0 && !now.Before(attemptStart(x).Add(w.Timeout)) {
 				if err := c.abort(ctx, child, "its Task timed out"); err != nil {
 					return asl.Result{}, false, err
 				}
@@ -525,11 +546,19 @@ func (c *RunController) poll(ctx context.Context, key string, run *minik8sv1.Wor
 	return result, true, nil
 }
 
-func (c *RunController) entered(x *asl.Execution) time.Time {
-	if n := len(x.History); n > 0 {
-		return x.History[n-1].Entered
+// attemptStart is when the current attempt of x's state began: when it
+// was entered, or when the backoff before its latest retry ended. A
+// Task's TimeoutSeconds bounds each attempt, not all of them together.
+func attemptStart(x *asl.Execution) time.Time {
+	n := len(x.History)
+	if n == 0 {
+		return time.Time{}
 	}
-	return time.Time{}
+	ev := &x.History[n-1]
+	if k := len(ev.Retries); k > 0 {
+		return ev.Retries[k-1].At.Add(ev.Retries[k-1].Delay)
+	}
+	return ev.Entered
 }
 
 func childResult(ch *minik8sv1.WorkflowRun) asl.Result {
@@ -554,7 +583,7 @@ func (c *RunController) begin(ctx context.Context, key string, run *minik8sv1.Wo
 	w := x.Work
 	var after time.Duration
 	if w.Kind == asl.WorkTask && w.Timeout > 0 {
-		after = c.entered(x).Add(w.Timeout).Sub(now) + 10*time.Millisecond
+		after = attemptStart(x).Add(w.Timeout).Sub(now) + 10*time.Millisecond
 	}
 	if w.Kind == asl.WorkTask {
 		if kind, name := wfmeta.SplitResource(w.Resource); kind == "function" {
