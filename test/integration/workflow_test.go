@@ -499,6 +499,9 @@ func TestWorkflowWaitSurvivesRestart(t *testing.T) {
 		return r.Status.CurrentState == "Pause" && r.Status.WaitUntil != nil
 	})
 	stop()
+	if run, err := n.get(ctxT(t), "pause-1"); err != nil || run.Status.CurrentState != "Pause" {
+		t.Fatalf("after the engine stopped: %v, %s", err, wfDump(run))
+	}
 	e.start(t)
 
 	run := n.finished("pause-1", minik8sv1.WorkflowRunSucceeded)
