@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -87,14 +88,17 @@ func (f *fakeInvoker) Calls() []invocation {
 // resourceVersion bumped by every create and update.
 func newDynamic(t *testing.T, clk *testingclock.FakeClock) *dynamicfake.FakeDynamicClient {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := minik8sv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
+	// Lists of unstructured objects: the typed lists of the minik8s
+	// scheme cannot hold what the dynamic client stores.
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		configMaps: "ConfigMapList", namespaces: "NamespaceList",
+		wfmeta.TriggerResource: "TriggerList", wfmeta.WorkflowResource: "WorkflowList",
+		wfmeta.WorkflowRunResource: "WorkflowRunList", fnmeta.Resource: "FunctionList",
 	})
-	var n atomic.Int64
+	var (
+		n  atomic.Int64
+		mu sync.Mutex
+	)
 	stamp := func(action k8stesting.Action) (bool, runtime.Object, error) {
 		var obj runtime.Object
 		switch a := action.(type) {
@@ -119,8 +123,26 @@ func newDynamic(t *testing.T, clk *testingclock.FakeClock) *dynamicfake.FakeDyna
 				u.SetCreationTimestamp(metav1.NewTime(clk.Now()))
 			}
 		}
+		if action.GetVerb() == "create" {
+			u.SetResourceVersion(fmt.Sprint(i + 1000))
+			return false, nil, nil
+		}
+		// An update: optimistic concurrency, as the apiserver's.
+		mu.Lock()
+		defer mu.Unlock()
+		gvr, ns := action.GetResource(), action.GetNamespace()
+		cur, err := dyn.Tracker().Get(gvr, ns, u.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		if rv := u.GetResourceVersion(); rv != "" && rv != cur.(*unstructured.Unstructured).GetResourceVersion() {
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), u.GetName(), errors.New("the object has been modified"))
+		}
 		u.SetResourceVersion(fmt.Sprint(i + 1000))
-		return false, nil, nil
+		if err := dyn.Tracker().Update(gvr, u, ns); err != nil {
+			return true, nil, err
+		}
+		return true, u.DeepCopy(), nil
 	}
 	dyn.PrependReactor("create", "*", stamp)
 	dyn.PrependReactor("update", "*", stamp)
@@ -352,5 +374,3 @@ func newTrigger(name string, fn bool) *minik8sv1.Trigger {
 	}
 	return tr
 }
-
-var _ = corev1.EventTypeNormal
