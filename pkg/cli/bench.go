@@ -12,7 +12,7 @@ import (
 
 func benchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Measure a running or in-process cluster"}
-	cmd.AddCommand(benchAPICommand(), benchSchedulerCommand(), benchPodsCommand(), benchFunctionsCommand())
+	cmd.AddCommand(benchAPICommand(), benchSchedulerCommand(), benchPodsCommand(), benchFunctionsCommand(), benchWorkflowsCommand())
 	return cmd
 }
 
@@ -175,6 +175,62 @@ A benchmark: it prints figures, it does not judge them.`,
 	fl.IntVar(&f.concurrency, "concurrency", bench.DefaultFunctionsConcurrency, "clients of the throughput and scale-up phases")
 	fl.DurationVar(&f.duration, "duration", bench.DefaultFunctionsDuration, "duration of the throughput phase")
 	fl.IntVar(&f.nodes, "nodes", 1, "nodes of the cluster")
+	fl.StringVar(&f.containerd, "containerd", daemon.DefaultAddress, "containerd socket (one is started when none answers)")
+	fl.BoolVar(&f.json, "json", false, "write the report as JSON")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
+	return cmd
+}
+
+type benchWorkflowsFlags struct {
+	runs        int
+	calls       int
+	concurrency int
+	duration    time.Duration
+	containerd  string
+	json        bool
+	quiet       bool
+}
+
+func benchWorkflowsCommand() *cobra.Command {
+	f := &benchWorkflowsFlags{}
+	cmd := &cobra.Command{
+		Use:   "workflows",
+		Short: "Workflow engine overhead per Pass and Task state, and runs/s (as root)",
+		Long: `Starts the cluster of bench functions (a control plane in-process, whose
+controller manager runs the workflow engine, a node in a network namespace of
+its own, the registry and the functions add-on), deploys a Python function that
+returns its input (minScale 1) and three workflows, then measures:
+  - --runs runs of a chain of 20 Pass states, one after the other: the time per
+    state from the run's history (first state entered to last exited, over 20),
+    and each run from its Create call to the watch event showing it Succeeded;
+  - the function alone, --calls sequential calls through the router, the way
+    the engine calls it;
+  - --runs runs of a chain of 20 Task states calling the function, timed the
+    same way; a Task state's overhead is its time less the function's;
+  - runs/s of Pass -> Task -> Pass under --concurrency clients for --duration,
+    each creating a run and waiting for its end, then the next.
+Prints p50, p90, p99, max, the targets (a Pass state under 5ms, a Task state
+within 10ms of the function's warm latency) and the ratios to them.
+Everything it creates is removed at the end. Needs root, the registry binary and
+the function runtimes (make deps).
+A benchmark: it prints figures, it does not judge them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := bench.WorkflowsConfig{
+				Runs: f.runs, Calls: f.calls, Concurrency: f.concurrency, Duration: f.duration,
+				ContainerdAddress: f.containerd, JSON: f.json,
+			}
+			if !f.quiet {
+				cfg.Progress = os.Stderr
+			}
+			return bench.RunWorkflows(cmd.Context(), cfg, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.runs, "runs", bench.DefaultWorkflowsRuns, "runs timed of each chain (20 Pass states, 20 Task states), one after the other")
+	fl.IntVar(&f.calls, "calls", bench.DefaultWorkflowsCalls, "sequential calls timing the function alone")
+	fl.IntVar(&f.concurrency, "concurrency", bench.DefaultWorkflowsConcurrency, "clients of the runs/s phase")
+	fl.DurationVar(&f.duration, "duration", bench.DefaultWorkflowsDuration, "duration of the runs/s phase")
 	fl.StringVar(&f.containerd, "containerd", daemon.DefaultAddress, "containerd socket (one is started when none answers)")
 	fl.BoolVar(&f.json, "json", false, "write the report as JSON")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")

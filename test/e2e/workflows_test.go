@@ -178,10 +178,11 @@ func TestWorkflows(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &got); err != nil || got.Digit == nil || *got.Digit != 0 || got.Verdict != "accepted" {
 			t.Errorf("digits-0: %q, want digit 0 accepted", out)
 		}
-		blur := `{"image": [[8,8,8,8,8,8,8,8],[8,8,8,8,8,8,8,8],[8,8,8,8,8,8,8,8],[8,8,8,8,8,8,8,8],[8,8,8,8,8,8,8,8],[8,8,8,8,8,8,8,8],[8,8,8,8,8,8,8,8],[8,8,8,8,8,8,8,8]]}`
-		out = k.OK(t, "wf", "run", "digits", "-d", blur, "--wait")
+		// A 0 and a 1 drawn over each other, given as 8 rows: the model is
+		// unsure, and the Choice sends it to review.
+		out = k.OK(t, "wf", "run", "digits", "-d", "@"+example("digits-blend.json"), "--wait")
 		if !strings.Contains(out, "needs review") {
-			t.Errorf("a blur: %q, want needs review", out)
+			t.Errorf("a 0 and a 1 blended: %q, want needs review", out)
 		}
 	})
 
@@ -223,9 +224,16 @@ func TestWorkflows(t *testing.T) {
 
 	t.Run("parallel and map", func(t *testing.T) {
 		var instances map[string]bool
-		// The first run starts square from zero; the second finds its
-		// instances up and spreads over them.
+		// The first run starts square from zero: its 8 calls at once make
+		// the autoscaler start more instances (target 1), and the second
+		// run spreads over them.
 		for i := 0; i < 2; i++ {
+			if i == 1 {
+				c.waitFor(2*time.Minute, "square scaled up by the first run's load", func(ctx context.Context) (bool, error) {
+					fn, err := c.function(ctx, "square")
+					return err == nil && fn.Status.ReadyInstances >= 2, nil
+				})
+			}
 			out := k.OK(t, "wf", "run", "fanout", "-d", `{"numbers": [1,2,3,4,5,6,7,8]}`, "--wait", "--timeout", "5m")
 			var got struct {
 				Squares   []int

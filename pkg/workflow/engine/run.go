@@ -218,12 +218,20 @@ func (c *RunController) sync(ctx context.Context, key string) (time.Duration, er
 		return 0, c.abortChildren(ctx, run, "the run has ended")
 	}
 	now := c.Clock.Now()
+	var m *asl.Machine
+	var x *asl.Execution
+	changed := false
 	if run.Status.Phase == "" || run.Status.Phase == minik8sv1.WorkflowRunPending {
-		return c.start(ctx, key, run, now)
-	}
-	m, err := c.machine(run.Status.Definition)
-	if err != nil {
-		return 0, c.finish(ctx, key, run, minik8sv1.WorkflowRunFailed, "States.Runtime", err.Error())
+		// A new run: its first states are stepped before the first write.
+		if m, x, err = c.start(ctx, key, run, now); err != nil || x == nil {
+			return 0, err
+		}
+		changed = true
+	} else {
+		if m, err = c.machine(run.Status.Definition); err != nil {
+			return 0, c.finish(ctx, key, run, minik8sv1.WorkflowRunFailed, "States.Runtime", err.Error())
+		}
+		x = toExecution(&run.Status)
 	}
 	deadline, hasDeadline := time.Time{}, false
 	if ts := m.TimeoutSeconds; ts > 0 && run.Status.StartTime != nil {
@@ -243,9 +251,7 @@ func (c *RunController) sync(ctx context.Context, key string) (time.Duration, er
 		}
 		return d
 	}
-	x := toExecution(&run.Status)
 	env := c.env(run, now)
-	changed := false
 	for {
 		if m.Step(x, env) {
 			changed = true
@@ -291,14 +297,15 @@ func (c *RunController) sync(ctx context.Context, key string) (time.Duration, er
 	}
 }
 
-// start fixes the definition a new run executes and enters its first
-// state.
-func (c *RunController) start(ctx context.Context, key string, run *minik8sv1.WorkflowRun, now time.Time) (time.Duration, error) {
+// start fixes the definition a new run executes (in run's status, not
+// written yet) and enters its first state. A run that cannot start is
+// ended here, and start returns no execution.
+func (c *RunController) start(ctx context.Context, key string, run *minik8sv1.WorkflowRun, now time.Time) (*asl.Machine, *asl.Execution, error) {
 	def := run.Spec.Definition
 	if def == nil {
 		obj, ok, err := c.workflows.GetIndexer().GetByKey(run.Namespace + "/" + run.Spec.Workflow)
 		if err != nil {
-			return 0, err
+			return nil, nil, err
 		}
 		if !ok {
 			// The workflows' cache may not have a Workflow created just
@@ -306,22 +313,22 @@ func (c *RunController) start(ctx context.Context, key string, run *minik8sv1.Wo
 			// before failing the run.
 			obj, err = c.cfg.Dynamic.Resource(wfmeta.WorkflowResource).Namespace(run.Namespace).Get(ctx, run.Spec.Workflow, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
-				return 0, c.finish(ctx, key, run, minik8sv1.WorkflowRunFailed, "WorkflowNotFound",
+				return nil, nil, c.finish(ctx, key, run, minik8sv1.WorkflowRunFailed, "WorkflowNotFound",
 					fmt.Sprintf("workflow %q does not exist in namespace %s", run.Spec.Workflow, run.Namespace))
 			}
 			if err != nil {
-				return 0, fmt.Errorf("get workflow %s/%s: %w", run.Namespace, run.Spec.Workflow, err)
+				return nil, nil, fmt.Errorf("get workflow %s/%s: %w", run.Namespace, run.Spec.Workflow, err)
 			}
 		}
 		wf := &minik8sv1.Workflow{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, wf); err != nil {
-			return 0, err
+			return nil, nil, err
 		}
 		def = wf.Spec.Definition.DeepCopy()
 	}
 	m, err := c.machine(def)
 	if err != nil {
-		return 0, c.finish(ctx, key, run, minik8sv1.WorkflowRunFailed, "States.Runtime", err.Error())
+		return nil, nil, c.finish(ctx, key, run, minik8sv1.WorkflowRunFailed, "States.Runtime", err.Error())
 	}
 	run.Status.Definition = def
 	run.Status.StartTime = ptr.To(metav1.NewTime(now))
@@ -329,12 +336,7 @@ func (c *RunController) start(ctx context.Context, key string, run *minik8sv1.Wo
 	if run.Spec.Input == nil {
 		input = []byte("{}")
 	}
-	x := m.Start(input, c.env(run, now))
-	if err := c.write(ctx, key, run, x); err != nil {
-		return 0, err
-	}
-	c.Recorder.Eventf(run, corev1.EventTypeNormal, "Started", "started at state %s", x.State)
-	return time.Millisecond, nil
+	return m, m.Start(input, c.env(run, now)), nil
 }
 
 func (c *RunController) env(run *minik8sv1.WorkflowRun, now time.Time) asl.Env {
