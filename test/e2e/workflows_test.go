@@ -223,30 +223,24 @@ func TestWorkflows(t *testing.T) {
 	})
 
 	t.Run("parallel and map", func(t *testing.T) {
-		var instances map[string]bool
-		// The first run starts square from zero: its 8 calls at once make
-		// the autoscaler start more instances (target 1), and the second
-		// run spreads over them.
-		for i := 0; i < 2; i++ {
-			if i == 1 {
-				c.waitFor(2*time.Minute, "square scaled up by the first run's load", func(ctx context.Context) (bool, error) {
-					fn, err := c.function(ctx, "square")
-					return err == nil && fn.Status.ReadyInstances >= 2, nil
-				})
-			}
-			out := k.OK(t, "wf", "run", "fanout", "-d", `{"numbers": [1,2,3,4,5,6,7,8]}`, "--wait", "--timeout", "5m")
-			var got struct {
-				Squares   []int
-				Instances []string
-				Count     int
-			}
-			if err := json.Unmarshal([]byte(out), &got); err != nil || !slices.Equal(got.Squares, []int{1, 4, 9, 16, 25, 36, 49, 64}) || got.Count != 8 {
-				t.Fatalf("fanout: %q, want the squares of 1..8 and count 8", out)
-			}
-			instances = map[string]bool{}
-			for _, in := range got.Instances {
-				instances[in] = true
-			}
+		// square keeps two instances warm: the Map's 8 calls at once are
+		// spread over them (and more, as the autoscaler adds some).
+		c.waitFor(2*time.Minute, "square's two warm instances", func(ctx context.Context) (bool, error) {
+			fn, err := c.function(ctx, "square")
+			return err == nil && fn.Status.ReadyInstances >= 2, nil
+		})
+		out := k.OK(t, "wf", "run", "fanout", "-d", `{"numbers": [1,2,3,4,5,6,7,8]}`, "--wait", "--timeout", "5m")
+		var got struct {
+			Squares   []int
+			Instances []string
+			Count     int
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil || !slices.Equal(got.Squares, []int{1, 4, 9, 16, 25, 36, 49, 64}) || got.Count != 8 {
+			t.Fatalf("fanout: %q, want the squares of 1..8 and count 8", out)
+		}
+		instances := map[string]bool{}
+		for _, in := range got.Instances {
+			instances[in] = true
 		}
 		if len(instances) < 2 {
 			t.Errorf("the Map's 8 calls were answered by %d instance(s) %v, want several", len(instances), instances)
@@ -274,7 +268,11 @@ func TestWorkflows(t *testing.T) {
 		if run.Status.Phase != minik8sv1.WorkflowRunSucceeded || !jsonEqual(t, run.Status.Output.Raw, `{"x":5,"y":7,"result":{"sum":12},"branch":"5 and 7"}`) {
 			t.Errorf("the webhook's run: %s %s %s", run.Status.Phase, run.Status.Output.Bytes(), run.Status.Cause)
 		}
-		// Event: a labelled ConfigMap created after the trigger.
+		// Event: a labelled ConfigMap created once the trigger watches.
+		c.waitFor(time.Minute, "the event trigger watching ConfigMaps", func(context.Context) (bool, error) {
+			out, _, err := k.Run(t, "get", "trigger", "on-order", "-o", "jsonpath={.status.conditions[0].status}")
+			return err == nil && out == "True", nil
+		})
 		c.apply(`apiVersion: v1
 kind: ConfigMap
 metadata: {name: order-1, labels: {app: orders}}

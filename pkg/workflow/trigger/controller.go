@@ -38,6 +38,10 @@ const (
 // know looks it up again.
 const unknownKindRetry = time.Minute
 
+// syncingRetry is how soon an event trigger whose informer is still
+// listing is looked at again.
+const syncingRetry = 200 * time.Millisecond
+
 // Config configures the controller; its clock, logger, Event recorder
 // and queue come from the kit.Context.
 type Config struct {

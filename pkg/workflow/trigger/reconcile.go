@@ -287,6 +287,12 @@ func (c *Controller) readiness(ctx context.Context, tr *minik8sv1.Trigger, now t
 	}
 	if eventSource != nil && tr.DeletionTimestamp == nil {
 		c.sources.set(ctx, key, *eventSource)
+		// Until its informer has listed, changes are not seen: say so,
+		// so that "Ready" means the trigger is watching.
+		if !c.sources.synced(*eventSource) {
+			return cond(metav1.ConditionFalse, ReasonSyncing, "listing %s %s before it fires on changes", tr.Spec.Event.APIVersion, tr.Spec.Event.Kind),
+				syncingRetry, nil
+		}
 	} else {
 		c.sources.release(key)
 	}

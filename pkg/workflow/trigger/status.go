@@ -31,6 +31,8 @@ const (
 	ReasonUnknownKind    = "UnknownKind"
 	ReasonTargetNotFound = "TargetNotFound"
 	ReasonInvalidSource  = "InvalidSource"
+	// ReasonSyncing: an event trigger's informer has not listed its kind yet.
+	ReasonSyncing = "Syncing"
 )
 
 // Results of a firing, as status.lastResult says them.
