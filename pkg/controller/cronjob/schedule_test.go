@@ -8,6 +8,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/cronschedule"
 )
 
 func mustLoad(t *testing.T, name string) *time.Location {
@@ -66,7 +68,7 @@ func TestMostRecent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, many := s.mostRecent(at(tt.earliest), at(tt.now))
+			got, many := s.MostRecent(at(tt.earliest), at(tt.now))
 			switch {
 			case tt.want == "" && got != nil:
 				t.Errorf("got %v, want none", got.UTC())
@@ -129,15 +131,15 @@ func TestEarliest(t *testing.T) {
 func TestRequeueAfterAndJobName(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
 	s, _ := parseSchedule("* * * * *", time.UTC)
-	if got := s.requeueAfter(now); got != 30*time.Second+nextScheduleDelta {
+	if got := s.RequeueAfter(now); got != 30*time.Second+cronschedule.NextDelta {
 		t.Errorf("requeueAfter = %v", got)
 	}
 	h, _ := parseSchedule("@hourly", time.UTC)
-	if got := h.requeueAfter(now); got != 59*time.Minute+30*time.Second+nextScheduleDelta {
+	if got := h.RequeueAfter(now); got != 59*time.Minute+30*time.Second+cronschedule.NextDelta {
 		t.Errorf("hourly requeueAfter = %v", got)
 	}
 	never, _ := parseSchedule("0 0 31 2 *", time.UTC)
-	if got := never.requeueAfter(now); got != 0 {
+	if got := never.RequeueAfter(now); got != 0 {
 		t.Errorf("never requeueAfter = %v", got)
 	}
 	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "hello"}}

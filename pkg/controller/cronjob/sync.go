@@ -134,8 +134,8 @@ func (c *Controller) sync(ctx context.Context, cj *batchv1.CronJob, jobs []*batc
 	if cj.Spec.Suspend != nil && *cj.Spec.Suspend {
 		return 0, changed, nil
 	}
-	requeue := sched.requeueAfter(now)
-	scheduled, many := sched.mostRecent(earliest(cj, now), now)
+	requeue := sched.RequeueAfter(now)
+	scheduled, many := sched.MostRecent(earliest(cj, now), now)
 	if many {
 		c.Recorder.Eventf(cj, corev1.EventTypeWarning, "TooManyMissedTimes",
 			"too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")

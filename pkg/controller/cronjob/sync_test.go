@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/controller/kit"
+	"github.com/minik8s/minik8s/pkg/cronschedule"
 )
 
 // created is when the test CronJobs were created: 12:00:00 UTC.
@@ -179,14 +180,14 @@ func activeNames(cj *batchv1.CronJob) []string {
 func TestCreatesJobWhenDue(t *testing.T) {
 	e := newEnv(t, created.Add(30*time.Second))
 	e.create(newCronJob())
-	if requeue := e.sync(); requeue != 30*time.Second+nextScheduleDelta {
+	if requeue := e.sync(); requeue != 30*time.Second+cronschedule.NextDelta {
 		t.Errorf("requeue %v, want 30.1s", requeue)
 	}
 	if names := e.jobNames(); len(names) != 0 {
 		t.Fatalf("jobs %v before the first due time", names)
 	}
 	e.clock.Step(30 * time.Second)
-	if requeue := e.sync(); requeue != time.Minute+nextScheduleDelta {
+	if requeue := e.sync(); requeue != time.Minute+cronschedule.NextDelta {
 		t.Errorf("requeue %v, want 1m0.1s", requeue)
 	}
 	due := created.Add(time.Minute)
@@ -324,7 +325,7 @@ func TestMissedSchedules(t *testing.T) {
 			cj.Spec.Schedule = "@hourly"
 			cj.Spec.StartingDeadlineSeconds = ptr.To[int64](10)
 		}))
-		if requeue := e.sync(); requeue != 29*time.Minute+30*time.Second+nextScheduleDelta {
+		if requeue := e.sync(); requeue != 29*time.Minute+30*time.Second+cronschedule.NextDelta {
 			t.Errorf("requeue %v", requeue)
 		}
 		if got := e.jobNames(); len(got) != 0 {

@@ -328,8 +328,8 @@ func (c *Controller) syncSchedule(ctx context.Context, tr *minik8sv1.Trigger, ru
 	if err != nil {
 		return 0, nil // readiness says so
 	}
-	requeue := sched.requeueAfter(now)
-	scheduled, many := sched.mostRecent(earliest(tr, c.remembered(tr), now), now)
+	requeue := sched.RequeueAfter(now)
+	scheduled, many := sched.MostRecent(earliest(tr, c.remembered(tr), now), now)
 	if many {
 		c.Recorder.Eventf(tr, corev1.EventTypeWarning, "TooManyMissedTimes",
 			"too many missed schedule times: set or decrease startingDeadlineSeconds, or check the clock")

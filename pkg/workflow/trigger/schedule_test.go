@@ -1,6 +1,7 @@
 package trigger
 
 import (
+	"github.com/minik8s/minik8s/pkg/cronschedule"
 	"strings"
 	"testing"
 	"time"
@@ -24,15 +25,15 @@ func TestScheduleTimes(t *testing.T) {
 		wantErr     string
 	}{
 		{name: "not due yet", schedule: "*/5 * * * *", earliest: t0, now: t0.Add(2 * time.Minute),
-			wantRequeue: 3*time.Minute + nextScheduleDelta},
+			wantRequeue: 3*time.Minute + cronschedule.NextDelta},
 		{name: "due exactly", schedule: "*/5 * * * *", earliest: t0, now: t0.Add(5 * time.Minute),
-			wantRecent: t0.Add(5 * time.Minute), wantRequeue: 5*time.Minute + nextScheduleDelta},
+			wantRecent: t0.Add(5 * time.Minute), wantRequeue: 5*time.Minute + cronschedule.NextDelta},
 		{name: "latest of several missed", schedule: "@hourly", earliest: t0, now: t0.Add(150 * time.Minute),
-			wantRecent: t0.Add(2 * time.Hour), wantRequeue: 30*time.Minute + nextScheduleDelta},
+			wantRecent: t0.Add(2 * time.Hour), wantRequeue: 30*time.Minute + cronschedule.NextDelta},
 		{name: "too many missed", schedule: "* * * * *", earliest: t0, now: t0.Add(3 * time.Hour),
-			wantRecent: t0.Add(3 * time.Hour), wantMany: true, wantRequeue: time.Minute + nextScheduleDelta},
+			wantRecent: t0.Add(3 * time.Hour), wantMany: true, wantRequeue: time.Minute + cronschedule.NextDelta},
 		{name: "time zone", schedule: "0 12 * * *", tz: ptr("Europe/Paris"), earliest: t0, now: t0.Add(2 * time.Hour),
-			wantRecent: time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC), wantRequeue: 23*time.Hour + nextScheduleDelta},
+			wantRecent: time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC), wantRequeue: 23*time.Hour + cronschedule.NextDelta},
 		{name: "bad schedule", schedule: "61 * * * *", wantErr: "end of range"},
 		{name: "bad time zone", schedule: "@daily", tz: ptr("Mars/Olympus"), wantErr: "unknown time zone"},
 		{name: "TZ in schedule", schedule: "CRON_TZ=UTC * * * * *", wantErr: "TZ"},
@@ -49,7 +50,7 @@ func TestScheduleTimes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recent, many := s.mostRecent(tc.earliest, tc.now)
+			recent, many := s.MostRecent(tc.earliest, tc.now)
 			switch {
 			case tc.wantRecent.IsZero() && recent != nil:
 				t.Errorf("mostRecent = %v, want none", recent)
@@ -59,7 +60,7 @@ func TestScheduleTimes(t *testing.T) {
 			if many != tc.wantMany {
 				t.Errorf("many = %v, want %v", many, tc.wantMany)
 			}
-			if got := s.requeueAfter(tc.now); got != tc.wantRequeue {
+			if got := s.RequeueAfter(tc.now); got != tc.wantRequeue {
 				t.Errorf("requeueAfter = %v, want %v", got, tc.wantRequeue)
 			}
 		})
@@ -104,7 +105,7 @@ func TestScheduleFiring(t *testing.T) {
 	f.create(wfmeta.TriggerResource, tr)
 	f.startInformers()
 
-	if d := f.reconcile("every5"); d != 3*time.Minute+nextScheduleDelta {
+	if d := f.reconcile("every5"); d != 3*time.Minute+cronschedule.NextDelta {
 		t.Errorf("requeue = %v, want 3m0.1s", d)
 	}
 	if runs := f.runs(); len(runs) != 0 {
@@ -116,7 +117,7 @@ func TestScheduleFiring(t *testing.T) {
 	}
 
 	f.clk.SetTime(t0.Add(5 * time.Minute))
-	if d := f.reconcile("every5"); d != 5*time.Minute+nextScheduleDelta {
+	if d := f.reconcile("every5"); d != 5*time.Minute+cronschedule.NextDelta {
 		t.Errorf("requeue = %v, want 5m0.1s", d)
 	}
 	runs := f.runs()
