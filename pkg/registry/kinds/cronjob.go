@@ -67,19 +67,7 @@ func validateCronJob(cj *batchv1.CronJob) field.ErrorList {
 	}
 	spec := &cj.Spec
 	specPath := field.NewPath("spec")
-	schedPath := specPath.Child("schedule")
-	switch {
-	case spec.Schedule == "":
-		allErrs = append(allErrs, field.Required(schedPath, ""))
-	default:
-		// Parsed as the validateCronJob controller parses it.
-		_, err := cronschedule.Parse(spec.Schedule)
-		if errors.Is(err, cronschedule.ErrTZInSchedule) {
-			allErrs = append(allErrs, field.Invalid(schedPath, spec.Schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
-		} else if err != nil {
-			allErrs = append(allErrs, field.Invalid(schedPath, spec.Schedule, err.Error()))
-		}
-	}
+	allErrs = append(allErrs, validateCronSchedule(spec.Schedule, specPath.Child("schedule"))...)
 	if tz := spec.TimeZone; tz != nil {
 		allErrs = append(allErrs, validateTimeZone(*tz, specPath.Child("timeZone"))...)
 	}
@@ -141,4 +129,20 @@ func cronJobCells(cj *batchv1.CronJob, now time.Time) []interface{} {
 		images,
 		metav1.FormatLabelSelector(tmpl.Selector),
 	}
+}
+
+// validateCronSchedule parses a schedule as a CronJob's spec.schedule is
+// parsed, and as the trigger controller parses it (pkg/cronschedule).
+func validateCronSchedule(schedule string, fldPath *field.Path) field.ErrorList {
+	if schedule == "" {
+		return field.ErrorList{field.Required(fldPath, "")}
+	}
+	_, err := cronschedule.Parse(schedule)
+	switch {
+	case errors.Is(err, cronschedule.ErrTZInSchedule):
+		return field.ErrorList{field.Invalid(fldPath, schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead")}
+	case err != nil:
+		return field.ErrorList{field.Invalid(fldPath, schedule, err.Error())}
+	}
+	return nil
 }

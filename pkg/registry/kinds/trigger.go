@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"errors"
 	"strings"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
-	"github.com/minik8s/minik8s/pkg/cronschedule"
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/printers"
 	"github.com/minik8s/minik8s/pkg/registry/validation"
@@ -131,22 +129,6 @@ func validateScheduleSource(sc *minik8sv1.ScheduleSource, fldPath *field.Path) f
 		allErrs = append(allErrs, validation.Nonnegative(*sc.StartingDeadlineSeconds, fldPath.Child("startingDeadlineSeconds"))...)
 	}
 	return allErrs
-}
-
-// validateCronSchedule parses a schedule as a CronJob's spec.schedule is
-// parsed, and as the trigger controller parses it (pkg/cronschedule).
-func validateCronSchedule(schedule string, fldPath *field.Path) field.ErrorList {
-	if schedule == "" {
-		return field.ErrorList{field.Required(fldPath, "")}
-	}
-	_, err := cronschedule.Parse(schedule)
-	switch {
-	case errors.Is(err, cronschedule.ErrTZInSchedule):
-		return field.ErrorList{field.Invalid(fldPath, schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead")}
-	case err != nil:
-		return field.ErrorList{field.Invalid(fldPath, schedule, err.Error())}
-	}
-	return nil
 }
 
 func validateEventSource(ev *minik8sv1.EventSource, fldPath *field.Path) field.ErrorList {
