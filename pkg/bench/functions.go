@@ -5,16 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"time"
 
-	"github.com/containerd/containerd"
-
-	"github.com/minik8s/minik8s/pkg/image"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime/daemon"
-	"github.com/minik8s/minik8s/pkg/serverless/pyruntime"
-	"github.com/minik8s/minik8s/pkg/serverless/registry"
 )
 
 // FunctionsConfig is what `minik8s bench functions` measures and how.
@@ -117,87 +111,32 @@ func RunFunctions(ctx context.Context, cfg FunctionsConfig, w io.Writer) (err er
 	if err := cfg.complete(); err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("bench functions needs root: it runs nodes (containerd, runc, cgroups, network namespaces, iptables); run it with sudo")
-	}
-	if _, err := registry.FindBinary(); err != nil {
-		return fmt.Errorf("bench functions needs the registry: %w", err)
-	}
-	if _, err := pyruntime.BaseTarball(benchRuntime); err != nil {
-		return fmt.Errorf("bench functions needs the function runtimes: %w", err)
-	}
-	if err := checkNodeTools(); err != nil {
-		return err
-	}
-	id, err := randomID()
+	e, err := newNodeEnv(ctx, nodeEnvConfig{
+		bench: "functions", needsRoot: "nodes (containerd, runc, cgroups, network namespaces, iptables)", functions: true,
+		logLabel: "cluster log", containerdAddress: cfg.ContainerdAddress, cleanupTimeout: 4 * time.Minute, progress: cfg.Progress,
+	})
 	if err != nil {
 		return err
 	}
-
-	logFile, err := os.CreateTemp("", "minik8s-bench-functions-*.log")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		_ = logFile.Close()
-		if err != nil {
-			err = fmt.Errorf("%w (cluster log: %s)", err, logFile.Name())
-			return
-		}
-		_ = os.Remove(logFile.Name())
-	}()
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cleanupCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), 4*time.Minute)
-	}
+	defer func() { err = e.close(err) }()
 
 	// The function's base layer, of this run only.
 	rtDir, err := os.MkdirTemp("", "minik8s-bench-functions-runtime-")
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, os.RemoveAll(rtDir)) }()
-	restore, err := uniqueRuntime(rtDir, benchRuntime, id)
+	e.onClose(func(context.Context) error { return os.RemoveAll(rtDir) })
+	restore, err := uniqueRuntime(rtDir, benchRuntime, e.id)
 	if err != nil {
 		return fmt.Errorf("runtime %s for this run: %w", benchRuntime, err)
 	}
-	defer restore()
-
-	d, err := daemon.Ensure(ctx, daemon.Config{Address: cfg.ContainerdAddress})
-	if err != nil {
-		return fmt.Errorf("containerd: %w", err)
-	}
-	if d.Started {
-		fmt.Fprintf(cfg.Progress, "started containerd on %s (stopped at the end)\n", d.Address)
-		defer func() {
-			cctx, cancel := cleanupCtx()
-			defer cancel()
-			err = errors.Join(err, d.Stop(cctx))
-		}()
-	}
-	if err := image.EnsureBuiltin(ctx, d.Address); err != nil {
-		return err
-	}
-	client, err := containerd.New(d.Address)
-	if err != nil {
-		return fmt.Errorf("containerd at %s: %w", d.Address, err)
-	}
-	defer client.Close()
+	e.onClose(func(context.Context) error { restore(); return nil })
 
 	fmt.Fprintf(cfg.Progress, "starting a control plane, %d node(s), the registry and the functions add-on\n", cfg.Nodes)
-	c, err := startFnCluster(ctx, d.Address, id, cfg.Nodes, log)
-	if c != nil {
-		defer func() {
-			cctx, cancel := cleanupCtx()
-			defer cancel()
-			fmt.Fprintf(cfg.Progress, "cleaning up: function, pods, nodes, registry, control plane, network namespaces, pulled images\n")
-			err = errors.Join(err, c.close(cctx, client))
-		}()
-	}
+	c, err := e.startFnCluster(ctx, cfg.Nodes, "function, pods, nodes, registry, control plane, network namespaces, pulled images")
 	if err != nil {
 		return err
 	}
-	c.containerd = client
 
 	report := &FunctionsReport{
 		Nodes: c.describeNodes(), Registry: c.regAddr, Runtime: benchRuntime + " (with a file of this run's own, so its layers are shared with no other image)", Function: "default/" + benchFunction,

@@ -96,61 +96,19 @@ func RunPods(ctx context.Context, cfg PodsConfig, w io.Writer) (err error) {
 	if err := cfg.complete(); err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("bench pods needs root: it runs a node (containerd, runc, cgroups, a network namespace, iptables); run it with sudo")
-	}
-	if err := checkNodeTools(); err != nil {
-		return err
-	}
 	ref, err := runtime.NormalizeImage(cfg.Image)
 	if err != nil {
 		return err
 	}
-	id, err := randomID()
+	e, err := newNodeEnv(ctx, nodeEnvConfig{
+		bench: "pods", needsRoot: "a node (containerd, runc, cgroups, a network namespace, iptables)",
+		logLabel: "control plane and node log", containerdAddress: cfg.ContainerdAddress, cleanupTimeout: 3 * time.Minute, progress: cfg.Progress,
+	})
 	if err != nil {
 		return err
 	}
-
-	// One log for the control plane and the node, kept when the run fails.
-	logFile, err := os.CreateTemp("", "minik8s-bench-pods-*.log")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		_ = logFile.Close()
-		if err != nil {
-			err = fmt.Errorf("%w (control plane and node log: %s)", err, logFile.Name())
-			return
-		}
-		_ = os.Remove(logFile.Name())
-	}()
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	// Cleanup runs even when ctx is cancelled (Ctrl-C).
-	cleanupCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
-	}
-
-	d, err := daemon.Ensure(ctx, daemon.Config{Address: cfg.ContainerdAddress})
-	if err != nil {
-		return fmt.Errorf("containerd: %w", err)
-	}
-	if d.Started {
-		fmt.Fprintf(cfg.Progress, "started containerd on %s (stopped at the end)\n", d.Address)
-		defer func() {
-			cctx, cancel := cleanupCtx()
-			defer cancel()
-			err = errors.Join(err, d.Stop(cctx))
-		}()
-	}
-	if err := image.EnsureBuiltin(ctx, d.Address); err != nil {
-		return err
-	}
-	client, err := containerd.New(d.Address)
-	if err != nil {
-		return fmt.Errorf("containerd at %s: %w", d.Address, err)
-	}
-	defer client.Close()
-	if _, err := client.GetImage(namespaces.WithNamespace(ctx, image.Namespace), ref); err != nil {
+	defer func() { err = e.close(err) }()
+	if _, err := e.client.GetImage(namespaces.WithNamespace(ctx, image.Namespace), ref); err != nil {
 		if errdefs.IsNotFound(err) {
 			return fmt.Errorf("image %s is not in containerd's %s namespace: the benchmark measures starts with the image present; import it first (minik8s image import)", ref, image.Namespace)
 		}
@@ -159,27 +117,25 @@ func RunPods(ctx context.Context, cfg PodsConfig, w io.Writer) (err error) {
 
 	report := &PodsReport{
 		Image: ref, Command: podCommand, Pods: cfg.Pods, Concurrency: cfg.Concurrency, WarmUp: 1,
-		Containerd: d.Address,
+		Containerd: e.address,
 	}
 
 	// The baseline first, on an otherwise idle containerd.
-	bare, err := measureBare(ctx, client, d.Address, ref, id, cfg, log)
+	bare, err := measureBare(ctx, e.client, e.address, ref, e.id, cfg, e.log)
 	if err != nil {
 		return err
 	}
 	report.Rows = append(report.Rows, bare...)
 
-	c, err := startPodCluster(ctx, d.Address, id, log)
+	c, err := startPodCluster(ctx, e.address, e.id, e.log)
 	if err != nil {
 		return err
 	}
 	report.Node = fmt.Sprintf("%s in network namespace %s, node IP %s", c.nodeName, c.netnsName, podNodeIP)
-	defer func() {
-		cctx, cancel := cleanupCtx()
-		defer cancel()
+	e.onClose(func(ctx context.Context) error {
 		fmt.Fprintf(cfg.Progress, "cleaning up: pods, node %s, control plane, network namespace\n", c.nodeName)
-		err = errors.Join(err, c.close(cctx, client))
-	}()
+		return c.close(ctx, e.client)
+	})
 	fmt.Fprintf(cfg.Progress, "node %s Ready\n", c.nodeName)
 	row, err := c.measure(ctx, cfg)
 	if err != nil {
@@ -301,17 +257,17 @@ func timeConcurrent(ctx context.Context, n, concurrency int, fn func(context.Con
 	return lat, elapsed, firstErr
 }
 
-// checkNodeTools says what is missing for a node to run pods, before
-// anything starts.
-func checkNodeTools() error {
+// checkNodeTools says what is missing for the benchmark's nodes to run
+// pods, before anything starts.
+func checkNodeTools(bench string) error {
 	for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
 		if _, err := invoke.FindInPath(p, []string{"/usr/lib/cni", "/opt/cni/bin"}); err != nil {
-			return fmt.Errorf("bench pods needs the CNI plugin %s (apt-get install containernetworking-plugins): %w", p, err)
+			return fmt.Errorf("bench %s needs the CNI plugin %s (apt-get install containernetworking-plugins): %w", bench, p, err)
 		}
 	}
 	if _, err := exec.LookPath("iptables"); err != nil {
 		if _, serr := os.Stat(filepath.Join("/usr/sbin", "iptables")); serr != nil {
-			return errors.New("bench pods needs iptables (apt-get install iptables)")
+			return fmt.Errorf("bench %s needs iptables (apt-get install iptables)", bench)
 		}
 	}
 	return nil

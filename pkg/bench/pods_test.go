@@ -247,7 +247,7 @@ func TestRunPodsSmoke(t *testing.T) {
 		t.Skip("starts a control plane and a node")
 	}
 	addr := runtimetest.Containerd(t)
-	if err := checkNodeTools(); err != nil {
+	if err := checkNodeTools("pods"); err != nil {
 		t.Skip(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -5,18 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"os"
 	"time"
 
-	"github.com/containerd/containerd"
 	"github.com/vishvananda/netlink"
 
-	"github.com/minik8s/minik8s/pkg/image"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime/daemon"
-	"github.com/minik8s/minik8s/pkg/serverless/pyruntime"
-	"github.com/minik8s/minik8s/pkg/serverless/registry"
 )
 
 // WorkflowsConfig is what `minik8s bench workflows` measures and how.
@@ -106,75 +100,20 @@ func RunWorkflows(ctx context.Context, cfg WorkflowsConfig, w io.Writer) (err er
 	if err := cfg.complete(); err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("bench workflows needs root: it runs a node (containerd, runc, cgroups, network namespaces, iptables); run it with sudo")
-	}
-	if _, err := registry.FindBinary(); err != nil {
-		return fmt.Errorf("bench workflows needs the registry: %w", err)
-	}
-	if _, err := pyruntime.BaseTarball(benchRuntime); err != nil {
-		return fmt.Errorf("bench workflows needs the function runtimes: %w", err)
-	}
-	if err := checkNodeTools(); err != nil {
-		return err
-	}
-	id, err := randomID()
+	e, err := newNodeEnv(ctx, nodeEnvConfig{
+		bench: "workflows", needsRoot: "a node (containerd, runc, cgroups, network namespaces, iptables)", functions: true,
+		logLabel: "cluster log", containerdAddress: cfg.ContainerdAddress, cleanupTimeout: 4 * time.Minute, progress: cfg.Progress,
+	})
 	if err != nil {
 		return err
 	}
-
-	logFile, err := os.CreateTemp("", "minik8s-bench-workflows-*.log")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		_ = logFile.Close()
-		if err != nil {
-			err = fmt.Errorf("%w (cluster log: %s)", err, logFile.Name())
-			return
-		}
-		_ = os.Remove(logFile.Name())
-	}()
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cleanupCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), 4*time.Minute)
-	}
-
-	d, err := daemon.Ensure(ctx, daemon.Config{Address: cfg.ContainerdAddress})
-	if err != nil {
-		return fmt.Errorf("containerd: %w", err)
-	}
-	if d.Started {
-		fmt.Fprintf(cfg.Progress, "started containerd on %s (stopped at the end)\n", d.Address)
-		defer func() {
-			cctx, cancel := cleanupCtx()
-			defer cancel()
-			err = errors.Join(err, d.Stop(cctx))
-		}()
-	}
-	if err := image.EnsureBuiltin(ctx, d.Address); err != nil {
-		return err
-	}
-	client, err := containerd.New(d.Address)
-	if err != nil {
-		return fmt.Errorf("containerd at %s: %w", d.Address, err)
-	}
-	defer client.Close()
+	defer func() { err = e.close(err) }()
 
 	fmt.Fprintf(cfg.Progress, "starting a control plane (with the workflow engine), a node, the registry and the functions add-on\n")
-	c, err := startFnCluster(ctx, d.Address, id, 1, log)
-	if c != nil {
-		defer func() {
-			cctx, cancel := cleanupCtx()
-			defer cancel()
-			fmt.Fprintf(cfg.Progress, "cleaning up: function, pods, node, registry, control plane, network namespace, pulled images\n")
-			err = errors.Join(err, c.close(cctx, client))
-		}()
-	}
+	c, err := e.startFnCluster(ctx, 1, "function, pods, node, registry, control plane, network namespace, pulled images")
 	if err != nil {
 		return err
 	}
-	c.containerd = client
 	gateway, err := addLANGateway(c)
 	if err != nil {
 		return err
