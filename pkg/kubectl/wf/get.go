@@ -29,7 +29,7 @@ func newGetCommand(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	cmd.Aliases = nil
 	cmd.Short = "List workflow runs, or show one run and the states it went through"
 	cmd.Long = `List workflow runs, as kubectl get workflowruns does, with the same flags; --workflow
-keeps the runs of one workflow (label ` + wfmeta.WorkflowLabel + `).
+keeps the runs of one workflow (field spec.workflow).
 
 Given one RUN (and no -o or -w), show its summary (workflow, phase, start, duration, output
 or error and cause) and its history: each state entered, with its type, when it started,
@@ -47,11 +47,13 @@ how long it took, its attempts, and its result ("ok" or the error's name).`
 			return describeRun(c.Context(), f, streams.Out, args[0])
 		}
 		if workflow != "" {
-			sel := wfmeta.WorkflowLabel + "=" + workflow
-			if s, _ := fl.GetString("selector"); s != "" {
+			// By spec.workflow, which every run of the workflow has,
+			// however it was started (a label is only what its starter set).
+			sel := "spec.workflow=" + workflow
+			if s, _ := fl.GetString("field-selector"); s != "" {
 				sel = s + "," + sel
 			}
-			if err := fl.Set("selector", sel); err != nil {
+			if err := fl.Set("field-selector", sel); err != nil {
 				return err
 			}
 		}
