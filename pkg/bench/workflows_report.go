@@ -46,9 +46,6 @@ type WorkflowsReport struct {
 	// time per state over its target.
 	PassStateP50VsTarget *float64 `json:"passStateP50VsTarget,omitempty"`
 	PassStateP99VsTarget *float64 `json:"passStateP99VsTarget,omitempty"`
-	// PassRunPerStateP50Ms is the stricter reading: the Pass chain's
-	// median run, Create call to Succeeded seen, over ChainLength.
-	PassRunPerStateP50Ms *float64 `json:"passRunPerStateP50Ms,omitempty"`
 	// TaskOverheadP50Ms is the Task chain's median time per state less
 	// the function's own median latency, TaskOverheadP99Ms the same at
 	// p99; TaskOverheadVsTarget the first over its target.
@@ -87,10 +84,6 @@ func (r *WorkflowsReport) computeRatios() {
 	if pass, ok := r.row(KeyWfPassState); ok && r.Targets.PassTransitionMs > 0 {
 		p50, p99 := pass.P50Ms/r.Targets.PassTransitionMs, pass.P99Ms/r.Targets.PassTransitionMs
 		r.PassStateP50VsTarget, r.PassStateP99VsTarget = &p50, &p99
-	}
-	if run, ok := r.row(KeyWfPassRun); ok && r.ChainLength > 0 {
-		per := run.P50Ms / float64(r.ChainLength)
-		r.PassRunPerStateP50Ms = &per
 	}
 	task, okTask := r.row(KeyWfTaskState)
 	fn, okFn := r.row(KeyWfFunction)
@@ -135,7 +128,7 @@ func (r *WorkflowsReport) WriteTable(w io.Writer) error {
 		})
 	}
 	writeAligned(&b, rows)
-	fmt.Fprintf(&b, "per state: one sample a run, from its history: first state entered to last state exited, over %d (the engine's own clock, microseconds).\n", r.ChainLength)
+	fmt.Fprintf(&b, "per state: one sample a run: the run (below) over its %d states.\n", r.ChainLength)
 	b.WriteString("run: from the Create call to the watch event showing the run Succeeded. function alone: each call from its sending to the end of its answer.\n")
 	b.WriteString("Percentiles are nearest-rank: with fewer than 100 samples p99 is the slowest.\n")
 	for _, row := range r.Rows {
@@ -154,11 +147,6 @@ func (r *WorkflowsReport) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "Pass state / target:     p50 %s = %s, p99 %s = %s (of %s)\n",
 			formatLatency(pass.P50Ms), formatRatio(r.PassStateP50VsTarget), formatLatency(pass.P99Ms), formatRatio(r.PassStateP99VsTarget),
 			formatLatency(r.Targets.PassTransitionMs))
-		if r.PassRunPerStateP50Ms != nil {
-			fmt.Fprintf(&b, "  (the engine goes through consecutive Pass states in one step, on one clock reading; counting the whole run instead,\n"+
-				"   Create call to Succeeded seen, over %d: p50 %s a state = %s of the target)\n",
-				r.ChainLength, formatLatency(*r.PassRunPerStateP50Ms), formatRatio(ptrTo(*r.PassRunPerStateP50Ms/r.Targets.PassTransitionMs)))
-		}
 	} else {
 		b.WriteString("Pass state / target:     not measured\n")
 	}

@@ -133,7 +133,18 @@ var controllers = []struct {
 		return startOf(engine.NewWorkflowController(kc, nil, nil))
 	}},
 	{"workflowrun", func(kc *kit.Context, _ *Config) (startFunc, error) {
-		return startOf(engine.NewRunController(kc, engine.Config{}))
+		// Every state a run waits in costs a status write: the engine
+		// writes with a client of its own, at the scheduler's rate, so
+		// busy workflows neither wait on nor starve the other controllers.
+		cfg := engine.Config{}
+		if kc.REST != nil {
+			dyn, err := dynamic.NewForConfig(clientWithRate(kc.REST, "minik8s-workflow-engine", 500, 1000))
+			if err != nil {
+				return nil, err
+			}
+			cfg.Dynamic = dyn
+		}
+		return startOf(engine.NewRunController(kc, cfg))
 	}},
 	{"trigger", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(trigger.New(kc, trigger.Config{Invoker: &invoke.Router{Client: kc.Client}}))
@@ -147,6 +158,13 @@ var controllers = []struct {
 			Metrics: podautoscaler.NewMetricsSource(metrics), SyncPeriod: cfg.HPASyncPeriod,
 		}))
 	}},
+}
+
+// clientWithRate is rc with its own rate limits and user agent.
+func clientWithRate(rc *rest.Config, userAgent string, qps float32, burst int) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst, rc.UserAgent = qps, burst, userAgent
+	return rc
 }
 
 func startOf[C interface{ Start(context.Context) error }](c C, err error) (startFunc, error) {

@@ -431,11 +431,11 @@ func (c *RunController) update(ctx context.Context, key string, run *minik8sv1.W
 	return nil
 }
 
+// recordEnd records an Event for a run that did not succeed; a success
+// is in its status, and an Event per run of a busy workflow would cost a
+// write each.
 func (c *RunController) recordEnd(run *minik8sv1.WorkflowRun) {
-	switch run.Status.Phase {
-	case minik8sv1.WorkflowRunSucceeded:
-		c.Recorder.Eventf(run, corev1.EventTypeNormal, "Succeeded", "succeeded after %d states", run.Status.Transitions)
-	default:
+	if run.Status.Phase != minik8sv1.WorkflowRunSucceeded {
 		c.Recorder.Eventf(run, corev1.EventTypeWarning, run.Status.Phase, "%s: %s", run.Status.Error, run.Status.Cause)
 	}
 }
