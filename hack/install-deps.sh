@@ -22,11 +22,14 @@ fi
 # The node runtime: containerd + runc, the CNI plugins, busybox for the built-in
 # image, the kernel plumbing tools, nginx for the gateway (pkg/gateway), and for
 # serverless functions debootstrap (the runtimes' root filesystems, below),
-# python3 (the build checks function code with it) and wrk (load tests).
+# python3 (the build checks function code with it) and wrk (load tests), and
+# for the Slurm provider munge, slurmctld, slurmd and slurm-client (Slurm
+# 22.05): its tests run a one-host cluster of their own (pkg/kubelet/slurm/
+# slurmtest) with its own key, config and ports, never the packages' services.
 # Installed only as root and only when
 # missing; without root the runtime tests skip and say why.
 runtime_pkgs=()
-for pkg in containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables nginx debootstrap python3 wrk; do
+for pkg in containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables nginx debootstrap python3 wrk munge slurmctld slurmd slurm-client; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || runtime_pkgs+=("$pkg")
 done
 if [ ${#runtime_pkgs[@]} -gt 0 ]; then
@@ -37,7 +40,11 @@ if [ ${#runtime_pkgs[@]} -gt 0 ]; then
 		# --no-install-recommends: containerd must not pull in a systemd unit
 		# start or docker; we start containerd ourselves when none is running.
 		# Packages must not start their services (nginx would take port 80):
-		# minik8s runs nginx itself, with its own configuration.
+		# minik8s runs nginx itself, with its own configuration. Without this
+		# munge's postinst starts a system munged (invoke-rc.d munge start,
+		# with the key it generates in /etc/munge) that would keep running;
+		# slurmctld's and slurmd's init scripts do nothing without
+		# /etc/slurm/slurm.conf, which the packages do not ship.
 		own_policy=
 		if [ ! -e /usr/sbin/policy-rc.d ]; then
 			printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
