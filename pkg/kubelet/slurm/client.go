@@ -112,6 +112,28 @@ func (c *Client) Submit(ctx context.Context, job Job) (string, error) {
 	return id, nil
 }
 
+// SubmitRefused says whether err is sbatch refusing the job itself
+// (resources no node has, an unknown partition, an invalid option), so
+// that submitting it again would fail again, rather than failing to
+// reach slurmctld; msg is sbatch's error, one line.
+func SubmitRefused(err error) (msg string, refused bool) {
+	var ce *CommandError
+	if !errors.As(err, &ce) || ce.Name != "sbatch" {
+		return "", false
+	}
+	stderr := strings.TrimSpace(ce.Stderr)
+	for _, transient := range []string{"Unable to contact slurm controller", "Socket timed out", "temporarily", "Zero Bytes were transmitted",
+		"Communication connection failure", "Connection refused", "Connection timed out"} {
+		if strings.Contains(stderr, transient) {
+			return "", false
+		}
+	}
+	if !strings.Contains(stderr, "Batch job submission failed:") && !strings.Contains(stderr, "sbatch: error: Invalid") {
+		return "", false
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(stderr, "\n", "; ")), " "), true
+}
+
 // Cancel cancels a job; a job that has already ended is no error, a job
 // Slurm does not know is a *NotFoundError.
 func (c *Client) Cancel(ctx context.Context, id string) error {
@@ -366,6 +388,11 @@ func parseRecords(out []byte, known map[string]bool) []map[string]string {
 			if key != "" {
 				kv[key] += " " + word
 			}
+		}
+		// Slurm pads some fields with a second space
+		// ("Comment=minik8s:uid  StdErr=..."): not part of the value.
+		for k, v := range kv {
+			kv[k] = strings.TrimRight(v, " ")
 		}
 		recs = append(recs, kv)
 	}

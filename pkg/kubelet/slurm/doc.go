@@ -41,6 +41,9 @@
 // slurm.minik8s.io/Job condition carry the job id, partition, submit time
 // and node list; JobInfo and JobInfo.Annotations give them to the kubelet.
 // The containers share one output file, which is every container's log.
+// A job sbatch refuses (more memory or GPUs than a node has, a bad
+// partition) gives a Failed pod with reason SlurmSubmitFailed and sbatch's
+// message; sbatch failing to reach slurmctld is retried.
 //
 // The node: capacity and allocatable sum the partition's nodes (CPUs,
 // RealMemory, GRES gpu), labels type=virtual-kubelet and

@@ -86,9 +86,11 @@ type Provider struct {
 // entry is one pod and its job.
 type entry struct {
 	pod *corev1.Pod // the spec as the kubelet gave it; a stub for an adopted job until UpdatePod
-	job JobInfo     // job.ID is empty while the pod could not be submitted
+	job JobInfo     // job.ID is empty while the pod could not be submitted (but sbatch may refuse a job Slurm records)
 	// configErr is why the pod could not become a script.
 	configErr error
+	// submitErr is sbatch's refusal of the job (SubmitRefused): the pod failed.
+	submitErr string
 	// lost: Slurm stopped listing the job before it ended.
 	lost bool
 }
@@ -199,6 +201,21 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	id, err := p.client.Submit(ctx, job)
 	if err != nil {
 		p.event(pod, corev1.EventTypeWarning, "FailedToSubmit", "%v", err)
+		if msg, refused := SubmitRefused(err); refused {
+			// Submitting it again would fail again: the pod failed.
+			e.submitErr = msg
+			// Slurm 22.05 may still record the refused job, FAILED
+			// (Reason=BadConstraints): keep its id, so that once the pod
+			// is deleted a Poll does not adopt it as a pod again.
+			if jobs, err := p.client.JobsByPrefix(ctx, job.Name); err == nil {
+				if j, ok := latest(jobs, job.Name, job.Comment); ok {
+					e.job = j
+				}
+			}
+			p.log.Warn("sbatch refused the job", "pod", k, "err", msg)
+			p.store(k, e)
+			return nil
+		}
 		return fmt.Errorf("slurm: submit pod %s: %w", k, err)
 	}
 	e.job = JobInfo{ID: id, Name: job.Name, Comment: job.Comment, WorkDir: job.WorkDir, State: "PENDING", Reason: "Submitted"}
@@ -548,6 +565,17 @@ func podStatus(pod *corev1.Pod, e *entry) corev1.PodStatus {
 		}, &st)
 		return st
 	}
+	if e.submitErr != "" {
+		st.Phase, st.Reason = corev1.PodFailed, "SlurmSubmitFailed"
+		st.Message = "sbatch refused the job: " + e.submitErr
+		st.Conditions = []corev1.PodCondition{cond(corev1.PodReady, false, "SlurmSubmitFailed", st.Message, time.Time{})}
+		st.ContainerStatuses = containers(pod, func(corev1.Container, bool) corev1.ContainerStatus {
+			// Ended without starting, as the kubelet reports the containers of a pod it rejects.
+			return corev1.ContainerStatus{Started: new(false), State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 1, Reason: "SlurmSubmitFailed", Message: st.Message}}}
+		}, &st)
+		return st
+	}
 
 	ph := phase(j.State)
 	reason := j.Reason
@@ -637,15 +665,17 @@ func podStatus(pod *corev1.Pod, e *entry) corev1.PodStatus {
 }
 
 // containers builds the init and regular container statuses with
-// status, filling in names, images and ids; it sets st.InitContainerStatuses
-// and returns the regular ones.
+// status, filling in names, images and ids (and Started, unless status
+// set it); it sets st.InitContainerStatuses and returns the regular ones.
 func containers(pod *corev1.Pod, status func(c corev1.Container, init bool) corev1.ContainerStatus, st *corev1.PodStatus) []corev1.ContainerStatus {
 	fill := func(c corev1.Container, init bool) corev1.ContainerStatus {
 		cs := status(c, init)
 		cs.Name, cs.Image = c.Name, c.Image
-		started := cs.State.Running != nil || cs.State.Terminated != nil
-		cs.Started = &started
-		if started {
+		if cs.Started == nil {
+			started := cs.State.Running != nil || cs.State.Terminated != nil
+			cs.Started = &started
+		}
+		if *cs.Started {
 			cs.ContainerID = "slurm://" + string(pod.UID) + "/" + c.Name
 		}
 		return cs
