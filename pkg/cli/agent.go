@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +47,7 @@ type agentFlags struct {
 	proxyMode                string
 	clusterDNS               []string
 	clusterDomain            string
+	slurm                    slurmFlags
 }
 
 func agentCommand() *cobra.Command {
@@ -65,7 +65,19 @@ server against the CA hash in the token, asks for its own client certificate
 under its root dir (kubelet.kubeconfig). A restart reuses the saved credential.
 
 --provider simulated runs pods without containers (kwok-style hollow nodes);
-with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
+with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.
+
+--provider slurm runs a virtual node for a Slurm cluster (virtual-kubelet
+style; pkg/kubelet/slurm): each pod bound to it becomes one Slurm batch job
+(sbatch), its status follows the job's state, its logs are the job's output
+and deleting it cancels the job (scancel). The Slurm commands run here, on a
+Slurm login host (--slurm-conf sets SLURM_CONF), or over SSH on a remote
+login node (--slurm-ssh user@host:port, --slurm-ssh-key and
+--slurm-ssh-known-host). The node (labels type=virtual-kubelet and
+minik8s.io/provider=slurm, taint virtual-kubelet.io/provider=slurm:NoSchedule)
+takes its capacity from --slurm-partition; pods reach it with a nodeSelector
+and a toleration. --slurm-work-root must be shared by the login host and the
+compute nodes. --node-ip is where the apiserver reaches its kubelet for logs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkProxyMode(f.proxyMode); err != nil {
@@ -77,8 +89,10 @@ with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 				return runSimulatedNodes(cmd.Context(), f, log)
 			case "local":
 				return runLocalNode(cmd.Context(), f, log)
+			case "slurm":
+				return runSlurmNode(cmd.Context(), f, log)
 			}
-			return fmt.Errorf("unknown provider %q (available: local, simulated)", f.provider)
+			return fmt.Errorf("unknown provider %q (available: local, simulated, slurm)", f.provider)
 		},
 	}
 	host, _ := os.Hostname()
@@ -88,8 +102,8 @@ with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 	fl.StringVar(&f.token, "token", "", "join token K10<ca-hash>::<id>.<secret> (the server's <data-dir>/node-token); another token (pki/tokens.csv) is used as a bearer token as it is")
 	fl.StringVar(&f.caFile, "certificate-authority", "", "the cluster CA certificate (optional with a K10 join token)")
 	fl.StringVar(&f.nodeName, "node-name", host, "node name (a prefix with --nodes > 1)")
-	fl.StringVar(&f.provider, "provider", "local", "pod provider: local (containerd + CNI, root) or simulated (no containers)")
-	fl.StringVar(&f.nodeIP, "node-ip", "", "the node's InternalIP, where the apiserver reaches its kubelet (local provider)")
+	fl.StringVar(&f.provider, "provider", "local", "pod provider: local (containerd + CNI, root), simulated (no containers) or slurm (pods become Slurm batch jobs; the --slurm-* flags)")
+	fl.StringVar(&f.nodeIP, "node-ip", "", "the node's InternalIP, where the apiserver reaches its kubelet (local and slurm providers)")
 	fl.StringVar(&f.netns, "netns", "", "the node's network namespace path, when it is not this process's own (local provider)")
 	fl.StringVar(&f.rootDir, "root-dir", "", "the node's credential, pod volumes and logs (default /var/lib/minik8s/kubelet/<node>; <root-dir>/<node> with --nodes > 1)")
 	fl.StringVar(&f.kubeletAt, "kubelet-address", ":10250", "where the kubelet serves logs and exec")
@@ -101,6 +115,7 @@ with --nodes N one process hosts N such nodes, named <node-name>-0 .. -N-1.`,
 	fl.StringVar(&f.clusterDomain, "cluster-domain", "", "the cluster's DNS domain (default: the cluster's; refused if it disagrees)")
 	fl.StringVar(&f.proxyMode, "proxy-mode", "auto", "how the node's service proxy programs the kernel: auto (nftables, else iptables), nftables or iptables")
 	fl.StringToStringVar(&f.capacity, "extra-resources", nil, "resources the node offers beyond cpu, memory and pods, e.g. nvidia.com/gpu=2 (local provider)")
+	addSlurmFlags(fl, &f.slurm)
 	return cmd
 }
 
@@ -227,15 +242,9 @@ func runLocalNode(ctx context.Context, f *agentFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	caPEM := rc.TLSClientConfig.CAData
-	if len(caPEM) == 0 && rc.TLSClientConfig.CAFile != "" {
-		if caPEM, err = os.ReadFile(rc.TLSClientConfig.CAFile); err != nil {
-			return err
-		}
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return errors.New("the kubeconfig carries no cluster CA: the kubelet needs it to verify the apiserver's calls")
+	pool, err := clusterCAPool(rc)
+	if err != nil {
+		return err
 	}
 	capacity, err := parseResources(f.capacity)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -274,7 +276,8 @@ func withGrace(pod *corev1.Pod, seconds int64) *corev1.Pod {
 	return p
 }
 
-// syncStatus writes the provider's view of the pod into its status.
+// syncStatus writes the provider's view of the pod into its status (and,
+// from a PodAnnotator, its annotations).
 func (k *Kubelet) syncStatus(ctx context.Context, pod *corev1.Pod) error {
 	observed, err := k.cfg.Provider.GetPodStatus(ctx, pod.Namespace, pod.Name)
 	if err != nil || observed == nil {
@@ -290,16 +293,47 @@ func (k *Kubelet) syncStatus(ctx context.Context, pod *corev1.Pod) error {
 	if status.QOSClass == "" {
 		status.QOSClass = pod.Status.QOSClass
 	}
-	if apiequality.Semantic.DeepEqual(&pod.Status, status) {
+	if !apiequality.Semantic.DeepEqual(&pod.Status, status) {
+		updated := pod.DeepCopy()
+		updated.Status = *status
+		_, err = k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// After the status: a merge patch has no resourceVersion to conflict on.
+	return k.syncAnnotations(ctx, pod)
+}
+
+// syncAnnotations merges the provider's annotations for the pod into its
+// metadata, with a merge patch of only the keys that differ. Providers
+// that are no PodAnnotator leave the pod as it is.
+func (k *Kubelet) syncAnnotations(ctx context.Context, pod *corev1.Pod) error {
+	annotator, ok := k.cfg.Provider.(PodAnnotator)
+	if !ok {
 		return nil
 	}
-	updated := pod.DeepCopy()
-	updated.Status = *status
-	_, err = k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
+	changed := map[string]string{}
+	for key, v := range annotator.PodAnnotations(pod.Namespace, pod.Name) {
+		if have, ok := pod.Annotations[key]; !ok || have != v {
+			changed[key] = v
+		}
+	}
+	if len(changed) == 0 {
 		return nil
 	}
-	return err
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": changed}})
+	if err != nil {
+		return err
+	}
+	_, err = k.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("annotate pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
 }
 
 func hasCondition(cs []corev1.PodCondition, t corev1.PodConditionType) bool {

@@ -32,3 +32,12 @@ type Provider interface {
 type NodeProvider interface {
 	ConfigureNode(ctx context.Context, node *corev1.Node)
 }
+
+// PodAnnotator is an optional extra of a provider: annotations that
+// describe how it runs a pod (e.g. the Slurm provider's job id, state,
+// submit time and node list). The kubelet merges them into the pod's
+// metadata whenever it writes the pod's status; it adds and updates keys,
+// never removes any. Nil or empty: nothing to write.
+type PodAnnotator interface {
+	PodAnnotations(namespace, name string) map[string]string
+}
