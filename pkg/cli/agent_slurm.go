@@ -139,7 +139,7 @@ func runSlurmNode(ctx context.Context, f *agentFlags, log *slog.Logger) error {
 
 	p, err := slurm.New(slurm.Config{
 		NodeName: f.nodeName, Runner: runner, Partition: f.slurm.partition, WorkRoot: f.slurm.workRoot,
-		PollInterval: f.slurm.poll, Recorder: recorder, Logger: log,
+		PollInterval: f.slurm.poll, Client: client, Recorder: recorder, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -412,7 +411,9 @@ func newServerCluster(t *testing.T, n int) *serverCluster {
 		t.Fatal(err)
 	}
 	c.logs = logs
-	s := &serverProcess{t: t, bin: bin, dataDir: filepath.Join(dir, "server"), port: freePort(t)}
+	s := &serverProcess{dataDir: filepath.Join(dir, "server"), port: freePort(t)}
+	s.process = &process{t: t, name: "minik8s server", bin: bin,
+		args: []string{"server", "--data-dir", s.dataDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(s.port)}}
 	if s.logs, err = os.Create(filepath.Join(dir, "server.log")); err != nil {
 		t.Fatal(err)
 	}
@@ -527,73 +528,9 @@ func (sc *serverCluster) addNode(name string) {
 // serverProcess is one `minik8s server` on a data dir and port, started
 // again on both after a kill.
 type serverProcess struct {
-	t       *testing.T
-	bin     string
+	*process
 	dataDir string
 	port    int
-	logs    *os.File
-	cmd     *exec.Cmd
-	exited  chan struct{}
-}
-
-func (s *serverProcess) start() {
-	s.t.Helper()
-	cmd := exec.Command(s.bin, "server", "--data-dir", s.dataDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(s.port))
-	cmd.Stdout, cmd.Stderr = s.logs, s.logs
-	// Killed with the test binary. The signal follows the thread that
-	// started the process, so that thread stays reserved to it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	started, exited := make(chan error, 1), make(chan struct{})
-	go func() {
-		goruntime.LockOSThread()
-		defer goruntime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	if err := <-started; err != nil {
-		s.t.Fatalf("start minik8s server: %v", err)
-	}
-	s.cmd, s.exited = cmd, exited
-}
-
-func (s *serverProcess) running() bool {
-	if s.exited == nil {
-		return false
-	}
-	select {
-	case <-s.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill stops the server as a crash would.
-func (s *serverProcess) kill() {
-	s.t.Helper()
-	if err := s.cmd.Process.Kill(); err != nil {
-		s.t.Fatalf("kill minik8s server: %v", err)
-	}
-	<-s.exited
-}
-
-// stop asks the server to stop, and kills it if it has not in 30s.
-func (s *serverProcess) stop() {
-	if !s.running() {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(30 * time.Second):
-		s.t.Error("minik8s server did not stop in 30s of SIGTERM")
-		s.kill()
-	}
 }
 
 // waitServing waits until the apiserver answers client.

@@ -43,7 +43,7 @@ func startSlurmNode(t *testing.T, c *cluster, sc *slurmtest.Cluster) *slurm.Prov
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	p, err := slurm.New(slurm.Config{
-		NodeName: slurmNodeName, Runner: slurm.LocalRunner{Env: sc.Env()}, WorkRoot: t.TempDir(),
+		NodeName: slurmNodeName, Runner: slurm.LocalRunner{Env: sc.Env()}, WorkRoot: t.TempDir(), Client: client,
 		PollInterval: 300 * time.Millisecond, Logger: log,
 		Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "slurm-provider", Host: slurmNodeName}),
 	})
@@ -139,8 +139,24 @@ func TestSlurm(t *testing.T) {
 	jobCreate(t, ctx, c, ns, slurmJob("answer", "echo result=42", 0))
 	jobCreate(t, ctx, c, ns, slurmJob("exit3", "echo failing; exit 3", 1))
 	jobCreate(t, ctx, c, ns, slurmJob("sleeper", "sleep 600", 0))
+	// The sources, as the README says: kubectl apply -k examples/gpu.
+	k.ok(t, "apply", "-n", ns, "-k", filepath.Join(examplesPath(t), "gpu"))
 	example := exampleJob(t, "gpu/matmul-cpu-job.yaml")
 	jobCreate(t, ctx, c, ns, example)
+	if _, err := c.client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+		StringData: map[string]string{"token": "t0ken"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	staged := slurmJob("staged", `echo "greeting=$(cat conf/greeting) token=$TOKEN size=$CFG_size"`, 0)
+	spec := &staged.Spec.Template.Spec
+	spec.Volumes = []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "late"}}}}}
+	spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "conf", MountPath: "/conf"}}
+	spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "late"}}}}
+	spec.Containers[0].Env = []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "token"}}}}
+	jobCreate(t, ctx, c, ns, staged)
 
 	t.Run("a Job completes", func(t *testing.T) {
 		jobWait(t, ctx, c, ns, "answer", "Complete", func(j *batchv1.Job) bool { return jobHas(j, batchv1.JobComplete) })
@@ -209,6 +225,28 @@ func TestSlurm(t *testing.T) {
 		}
 	})
 
+	t.Run("ConfigMaps and Secrets are staged into the job, once they exist", func(t *testing.T) {
+		var pod string
+		waitFor(t, "the staged pod waiting for its ConfigMap", func(ctx context.Context) (bool, error) {
+			pods := jobPods(t, ctx, c, ns, "staged")
+			if len(pods) != 1 || len(pods[0].Status.ContainerStatuses) != 1 {
+				return false, nil
+			}
+			w := pods[0].Status.ContainerStatuses[0].State.Waiting
+			pod = pods[0].Name
+			return pods[0].Status.Phase == corev1.PodPending && w != nil && w.Reason == "CreateContainerConfigError" &&
+				strings.Contains(w.Message, `"late" not found`), nil
+		})
+		if _, err := c.client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"},
+			Data: map[string]string{"greeting": "hello", "size": "64"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		jobWait(t, ctx, c, ns, "staged", "Complete", func(j *batchv1.Job) bool { return jobHas(j, batchv1.JobComplete) })
+		if logs := k.ok(t, "logs", "-n", ns, pod); !strings.Contains(logs, "greeting=hello token=t0ken size=64") {
+			t.Errorf("logs %q, want the ConfigMap's file and env and the Secret's key", logs)
+		}
+	})
+
 	t.Run("deleting a Job cancels its Slurm job", func(t *testing.T) {
 		var id, pod string
 		waitFor(t, "the sleeper pod Running with its job id", func(ctx context.Context) (bool, error) {
@@ -271,7 +309,7 @@ func testSlurmAgent(t *testing.T, ctx context.Context, c *cluster, sc *slurmtest
 
 // checkGPUExamples: the GPU Jobs of examples/gpu (no GPU here to run them;
 // matmul-cpu-job.yaml runs above) are Jobs for the Slurm node that ask for
-// one GPU and build from $SRC with nvcc.
+// one GPU and build with nvcc from the sources in the ConfigMap gpu-src.
 func checkGPUExamples(t *testing.T) {
 	for file, program := range map[string]string{"gpu/matmul-job.yaml": "./matmul 1024 1024 1024", "gpu/matadd-job.yaml": "./matadd "} {
 		j := exampleJob(t, file)
@@ -285,14 +323,17 @@ func checkGPUExamples(t *testing.T) {
 			t.Errorf("%s: %s limit %s, want 1", file, slurm.ResourceGPU, q.String())
 		}
 		script := strings.Join(append(c.Command, c.Args...), " ")
-		if !strings.Contains(script, "make gpu") || !strings.Contains(script, program) || !strings.Contains(script, "${SRC") {
-			t.Errorf("%s: command %q does not build with make gpu from ${SRC} and run %s", file, script, program)
+		if !strings.Contains(script, "make -C src gpu") || !strings.Contains(script, program) {
+			t.Errorf("%s: command %q does not build with make gpu from ./src and run %s", file, script, program)
+		}
+		if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/src" || len(spec.Volumes) != 1 ||
+			spec.Volumes[0].ConfigMap == nil || spec.Volumes[0].ConfigMap.Name != "gpu-src" {
+			t.Errorf("%s: mounts %+v, volumes %+v: want the ConfigMap gpu-src at /src", file, c.VolumeMounts, spec.Volumes)
 		}
 	}
 }
 
-// exampleJob reads a Job from examples/ and points it at the repository's
-// sources: SRC is the example's own directory (OUT stays the job's work dir).
+// exampleJob reads a Job from examples/.
 func exampleJob(t *testing.T, path string) *batchv1.Job {
 	t.Helper()
 	file := filepath.Join(examplesPath(t), path)
@@ -303,16 +344,6 @@ func exampleJob(t *testing.T, path string) *batchv1.Job {
 	j := &batchv1.Job{}
 	if err := yaml.UnmarshalStrict(data, j); err != nil {
 		t.Fatalf("%s: %v", file, err)
-	}
-	c := &j.Spec.Template.Spec.Containers[0]
-	found := false
-	for i := range c.Env {
-		if c.Env[i].Name == "SRC" {
-			c.Env[i].Value, found = filepath.Dir(file), true
-		}
-	}
-	if !found {
-		t.Fatalf("%s: no SRC env", file)
 	}
 	return j
 }

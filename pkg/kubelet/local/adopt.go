@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -135,7 +136,7 @@ func rebuildPods(all []runtime.ContainerStatus, nodeName string) (pods, orphans 
 		}
 		byName[key] = pod
 	}
-	for _, key := range sortedKeys(byName) {
+	for _, key := range slices.Sorted(maps.Keys(byName)) {
 		pods = append(pods, byName[key])
 	}
 	return pods, orphans

@@ -3,20 +3,16 @@ package local
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
-)
 
-// fileProjection is one file of a configMap, secret, downwardAPI or
-// projected volume.
-type fileProjection struct {
-	data []byte
-	mode int32
-}
+	"github.com/minik8s/minik8s/pkg/kubelet/podenv"
+)
 
 // dataDirName is the symlink to the current timestamped directory.
 const dataDirName = "..data"
@@ -27,9 +23,9 @@ const dataDirName = "..data"
 // rename, and each top-level entry is a symlink through "..data". A
 // container that has dir mounted sees the old or the new set of files,
 // never a mix. gid, when set, owns the files (the pod's fsGroup).
-func writeAtomic(dir string, payload map[string]fileProjection, gid *int64) error {
+func writeAtomic(dir string, payload map[string]podenv.File, gid *int64) error {
 	for p := range payload {
-		if err := validatePayloadPath(p); err != nil {
+		if err := podenv.ValidatePayloadPath(p); err != nil {
 			return err
 		}
 	}
@@ -52,10 +48,10 @@ func writeAtomic(dir string, payload map[string]fileProjection, gid *int64) erro
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(full, f.data, 0o600); err != nil {
+		if err := os.WriteFile(full, f.Data, 0o600); err != nil {
 			return err
 		}
-		if err := os.Chmod(full, fs.FileMode(f.mode)&fs.ModePerm); err != nil {
+		if err := os.Chmod(full, fs.FileMode(f.Mode)&fs.ModePerm); err != nil {
 			return err
 		}
 		if gid != nil {
@@ -83,26 +79,8 @@ func writeAtomic(dir string, payload map[string]fileProjection, gid *int64) erro
 	return nil
 }
 
-// validatePayloadPath rejects paths that would leave the volume.
-func validatePayloadPath(p string) error {
-	switch {
-	case p == "":
-		return errors.New("invalid path: must not be empty")
-	case filepath.IsAbs(p):
-		return fmt.Errorf("invalid path %q: must be relative", p)
-	case strings.HasPrefix(p, ".."):
-		return fmt.Errorf("invalid path %q: must not start with '..'", p)
-	}
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." {
-			return fmt.Errorf("invalid path %q: must not contain '..'", p)
-		}
-	}
-	return nil
-}
-
 // sameContent says whether tsDir holds exactly payload.
-func sameContent(tsDir string, payload map[string]fileProjection) bool {
+func sameContent(tsDir string, payload map[string]podenv.File) bool {
 	n := 0
 	err := filepath.WalkDir(tsDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -117,11 +95,11 @@ func sameContent(tsDir string, payload map[string]fileProjection) bool {
 			return errors.New("extra file")
 		}
 		info, err := d.Info()
-		if err != nil || info.Mode().Perm() != fs.FileMode(f.mode)&fs.ModePerm {
+		if err != nil || info.Mode().Perm() != fs.FileMode(f.Mode)&fs.ModePerm {
 			return errors.New("mode differs")
 		}
 		data, err := os.ReadFile(path)
-		if err != nil || !bytes.Equal(data, f.data) {
+		if err != nil || !bytes.Equal(data, f.Data) {
 			return errors.New("content differs")
 		}
 		n++
@@ -132,13 +110,13 @@ func sameContent(tsDir string, payload map[string]fileProjection) bool {
 
 // linkTopLevel makes every top-level entry of payload a symlink through
 // ..data and removes the symlinks of entries that are gone.
-func linkTopLevel(dir string, payload map[string]fileProjection) error {
+func linkTopLevel(dir string, payload map[string]podenv.File) error {
 	want := map[string]bool{}
 	for p := range payload {
 		top, _, _ := strings.Cut(p, "/")
 		want[top] = true
 	}
-	for _, top := range sortedKeys(want) {
+	for _, top := range slices.Sorted(maps.Keys(want)) {
 		link := filepath.Join(dir, top)
 		target := filepath.Join(dataDirName, top)
 		if cur, err := os.Readlink(link); err == nil && cur == target {

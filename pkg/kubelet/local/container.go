@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/minik8s/minik8s/pkg/kubelet/podenv"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime"
 )
 
@@ -23,17 +24,17 @@ const defaultTerminationMessagePath = "/dev/termination-log"
 // resolved, mounts, resources, log file and the labels a restarted
 // kubelet reads back.
 func (p *Provider) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, isInit bool, attempt int, podIP string) (runtime.ContainerConfig, error) {
-	svcEnv, err := serviceEnv(ctx, p.cfg.Client, pod)
+	svcEnv, err := podenv.ServiceEnv(ctx, p.cfg.Client, pod)
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}
-	ec := &envContext{
-		pod: pod, podIP: podIP, hostIP: p.cfg.NodeIP,
-		allocatable: p.allocatable(),
-		objs:        newObjects(ctx, p.cfg.Client, pod.Namespace),
-		serviceEnv:  svcEnv,
+	ec := &podenv.Context{
+		Pod: pod, PodIP: podIP, HostIP: p.cfg.NodeIP,
+		Allocatable: p.allocatable(),
+		Objects:     podenv.NewObjects(ctx, p.cfg.Client, pod.Namespace),
+		ServiceEnv:  svcEnv,
 	}
-	env, envMap, err := containerEnv(c, ec)
+	env, envMap, err := podenv.ContainerEnv(c, ec)
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}
@@ -45,14 +46,14 @@ func (p *Provider) containerConfig(ctx context.Context, pod *corev1.Pod, c *core
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}
-	mapping := mappingFor(envMap)
+	mapping := podenv.MappingFor(envMap)
 	expandAll := func(in []string) []string {
 		if in == nil {
 			return nil
 		}
 		out := make([]string, len(in))
 		for i, s := range in {
-			out[i] = expand(s, mapping)
+			out[i] = podenv.Expand(s, mapping)
 		}
 		return out
 	}
@@ -107,10 +108,10 @@ func (p *Provider) containerMounts(ctx context.Context, pod *corev1.Pod, c *core
 		}
 		sub := vm.SubPath
 		if vm.SubPathExpr != "" {
-			sub = expand(vm.SubPathExpr, mappingFor(env))
+			sub = podenv.Expand(vm.SubPathExpr, podenv.MappingFor(env))
 		}
 		if sub != "" {
-			if err := validatePayloadPath(sub); err != nil {
+			if err := podenv.ValidatePayloadPath(sub); err != nil {
 				return nil, fmt.Errorf("volume mount %q subPath: %w", vm.Name, err)
 			}
 			src = filepath.Join(src, sub)

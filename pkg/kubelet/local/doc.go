@@ -50,5 +50,5 @@
 // The package owns the pod workers, the files above and the pods' CNI
 // attachments. It does not touch the pods' API objects (the kubelet writes
 // status and deletes them) and reads ConfigMaps, Secrets and Services only
-// to build volumes and environment.
+// to build volumes and environment, which kubelet/podenv resolves.
 package local

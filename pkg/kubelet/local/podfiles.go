@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/minik8s/minik8s/pkg/kubelet/podenv"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime"
 )
 
@@ -301,7 +302,7 @@ func (w *podWorker) readTerminationMessages(pod *corev1.Pod) {
 		}
 		attempt := restartCountOf(c)
 		msg := readLimited(w.p.terminationFile(pod.UID, c.Name, attempt), maxTerminationMessage)
-		if spec := findContainer(pod, c.Name); msg == "" && c.ExitCode != 0 && spec != nil &&
+		if spec := podenv.FindContainer(pod, c.Name); msg == "" && c.ExitCode != 0 && spec != nil &&
 			spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
 			path := c.LogPath
 			if path == "" {

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/kubelet/podenv"
 )
 
 // Volume plugin directories, named as in Kubernetes.
@@ -26,9 +28,9 @@ const (
 	pluginSecret      = "kubernetes.io~secret"
 	pluginDownwardAPI = "kubernetes.io~downward-api"
 	pluginProjected   = "kubernetes.io~projected"
-
-	defaultFileMode = int32(0o644)
 )
+
+var metaGet = metav1.GetOptions{}
 
 // volumeDir is where a pod's volume of a plugin lives.
 func (p *Provider) volumeDir(uid types.UID, plugin, name string) string {
@@ -39,7 +41,7 @@ func (p *Provider) volumeDir(uid types.UID, plugin, name string) string {
 // created, hostPaths checked (or created), configMap, secret, downwardAPI
 // and projected volumes written.
 func (p *Provider) setupVolumes(ctx context.Context, pod *corev1.Pod) error {
-	objs := newObjects(ctx, p.cfg.Client, pod.Namespace)
+	objs := podenv.NewObjects(ctx, p.cfg.Client, pod.Namespace)
 	var gid *int64
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		gid = sc.FSGroup
@@ -54,7 +56,7 @@ func (p *Provider) setupVolumes(ctx context.Context, pod *corev1.Pod) error {
 	return errors.Join(errs...)
 }
 
-func (p *Provider) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, objs *objects, gid *int64) error {
+func (p *Provider) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, objs *podenv.Objects, gid *int64) error {
 	switch src := v.VolumeSource; {
 	case src.EmptyDir != nil:
 		// Medium Memory is a plain directory too: it is not counted
@@ -74,19 +76,19 @@ func (p *Provider) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.V
 	case src.HostPath != nil:
 		return checkHostPath(src.HostPath)
 	case src.ConfigMap != nil:
-		payload, err := configMapPayload(objs, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.DefaultMode, optional(src.ConfigMap.Optional))
+		payload, err := podenv.ConfigMapPayload(objs, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.DefaultMode, podenv.Optional(src.ConfigMap.Optional))
 		if err != nil {
 			return err
 		}
 		return writeAtomic(p.volumeDir(pod.UID, pluginConfigMap, v.Name), payload, gid)
 	case src.Secret != nil:
-		payload, err := secretPayload(objs, src.Secret.SecretName, src.Secret.Items, src.Secret.DefaultMode, optional(src.Secret.Optional))
+		payload, err := podenv.SecretPayload(objs, src.Secret.SecretName, src.Secret.Items, src.Secret.DefaultMode, podenv.Optional(src.Secret.Optional))
 		if err != nil {
 			return err
 		}
 		return writeAtomic(p.volumeDir(pod.UID, pluginSecret, v.Name), payload, gid)
 	case src.DownwardAPI != nil:
-		payload, err := p.downwardPayload(pod, src.DownwardAPI.Items, src.DownwardAPI.DefaultMode)
+		payload, err := podenv.DownwardPayload(pod, src.DownwardAPI.Items, src.DownwardAPI.DefaultMode, p.allocatable())
 		if err != nil {
 			return err
 		}
@@ -217,101 +219,11 @@ func checkHostPath(h *corev1.HostPathVolumeSource) error {
 	return nil
 }
 
-func modeOr(m *int32, def int32) int32 {
-	if m != nil {
-		return *m
-	}
-	return def
-}
-
-// configMapPayload is Kubernetes' configMap MakePayload.
-func configMapPayload(objs *objects, name string, items []corev1.KeyToPath, defaultMode *int32, opt bool) (map[string]fileProjection, error) {
-	cm, err := objs.configMap(name)
-	if err != nil {
-		if isNotFound(err) && opt {
-			return map[string]fileProjection{}, nil
-		}
-		return nil, err
-	}
-	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
-	for k, v := range cm.Data {
-		data[k] = []byte(v)
-	}
-	for k, v := range cm.BinaryData {
-		data[k] = v
-	}
-	return keyPayload(data, items, defaultMode, opt, "configmap references non-existent config key")
-}
-
-// secretPayload is Kubernetes' secret MakePayload.
-func secretPayload(objs *objects, name string, items []corev1.KeyToPath, defaultMode *int32, opt bool) (map[string]fileProjection, error) {
-	s, err := objs.secret(name)
-	if err != nil {
-		if isNotFound(err) && opt {
-			return map[string]fileProjection{}, nil
-		}
-		return nil, err
-	}
-	return keyPayload(s.Data, items, defaultMode, opt, "references non-existent secret key")
-}
-
-// keyPayload projects a ConfigMap's or Secret's keys as files: all of them,
-// or the listed items at their paths (a missing key is an error unless the
-// source is optional).
-func keyPayload(data map[string][]byte, items []corev1.KeyToPath, defaultMode *int32, opt bool, missing string) (map[string]fileProjection, error) {
-	mode := modeOr(defaultMode, defaultFileMode)
-	out := map[string]fileProjection{}
-	if len(items) == 0 {
-		for k, v := range data {
-			out[k] = fileProjection{data: v, mode: mode}
-		}
-		return out, nil
-	}
-	for _, it := range items {
-		v, ok := data[it.Key]
-		if !ok {
-			if opt {
-				continue
-			}
-			return nil, fmt.Errorf("%s: %s", missing, it.Key)
-		}
-		out[it.Path] = fileProjection{data: v, mode: modeOr(it.Mode, mode)}
-	}
-	return out, nil
-}
-
-// downwardPayload renders downwardAPI items: metadata fields and
-// container resources.
-func (p *Provider) downwardPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defaultMode *int32) (map[string]fileProjection, error) {
-	mode := modeOr(defaultMode, defaultFileMode)
-	out := map[string]fileProjection{}
-	for _, it := range items {
-		var val string
-		var err error
-		switch {
-		case it.FieldRef != nil:
-			val, err = metadataField(it.FieldRef.FieldPath, pod)
-		case it.ResourceFieldRef != nil:
-			if it.ResourceFieldRef.ContainerName == "" {
-				return nil, fmt.Errorf("downward API item %q: resourceFieldRef needs a containerName", it.Path)
-			}
-			val, err = resourceValue(it.ResourceFieldRef, pod, nil, p.allocatable())
-		default:
-			return nil, fmt.Errorf("downward API item %q has no source", it.Path)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[it.Path] = fileProjection{data: []byte(val), mode: modeOr(it.Mode, mode)}
-	}
-	return out, nil
-}
-
 // projectedPayload merges a projected volume's sources.
-func (p *Provider) projectedPayload(ctx context.Context, pod *corev1.Pod, src *corev1.ProjectedVolumeSource, objs *objects) (map[string]fileProjection, error) {
-	mode := modeOr(src.DefaultMode, defaultFileMode)
-	out := map[string]fileProjection{}
-	merge := func(m map[string]fileProjection) {
+func (p *Provider) projectedPayload(ctx context.Context, pod *corev1.Pod, src *corev1.ProjectedVolumeSource, objs *podenv.Objects) (map[string]podenv.File, error) {
+	mode := podenv.ModeOr(src.DefaultMode, podenv.DefaultFileMode)
+	out := map[string]podenv.File{}
+	merge := func(m map[string]podenv.File) {
 		for k, v := range m {
 			out[k] = v
 		}
@@ -319,19 +231,19 @@ func (p *Provider) projectedPayload(ctx context.Context, pod *corev1.Pod, src *c
 	for _, s := range src.Sources {
 		switch {
 		case s.ConfigMap != nil:
-			m, err := configMapPayload(objs, s.ConfigMap.Name, s.ConfigMap.Items, &mode, optional(s.ConfigMap.Optional))
+			m, err := podenv.ConfigMapPayload(objs, s.ConfigMap.Name, s.ConfigMap.Items, &mode, podenv.Optional(s.ConfigMap.Optional))
 			if err != nil {
 				return nil, err
 			}
 			merge(m)
 		case s.Secret != nil:
-			m, err := secretPayload(objs, s.Secret.Name, s.Secret.Items, &mode, optional(s.Secret.Optional))
+			m, err := podenv.SecretPayload(objs, s.Secret.Name, s.Secret.Items, &mode, podenv.Optional(s.Secret.Optional))
 			if err != nil {
 				return nil, err
 			}
 			merge(m)
 		case s.DownwardAPI != nil:
-			m, err := p.downwardPayload(pod, s.DownwardAPI.Items, &mode)
+			m, err := podenv.DownwardPayload(pod, s.DownwardAPI.Items, &mode, p.allocatable())
 			if err != nil {
 				return nil, err
 			}
@@ -341,7 +253,7 @@ func (p *Provider) projectedPayload(ctx context.Context, pod *corev1.Pod, src *c
 			if err != nil {
 				return nil, err
 			}
-			out[s.ServiceAccountToken.Path] = fileProjection{data: []byte(token), mode: mode}
+			out[s.ServiceAccountToken.Path] = podenv.File{Data: []byte(token), Mode: mode}
 		default:
 			return nil, errors.New("unsupported projected volume source (configMap, secret, downwardAPI and serviceAccountToken are supported)")
 		}

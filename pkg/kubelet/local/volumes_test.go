@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/kubelet/podenv"
 )
 
 // tree lists a directory as "path -> target" for symlinks, "path mode
@@ -80,11 +82,11 @@ func visible(t *testing.T, dir string) []string {
 
 func TestAtomicWriter(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "vol")
-	v1 := map[string]fileProjection{
-		"a":         {data: []byte("1"), mode: 0o644},
-		"sub/b":     {data: []byte("2"), mode: 0o600},
-		"sub/c/d":   {data: []byte("3"), mode: 0o400},
-		"stale-key": {data: []byte("x"), mode: 0o644},
+	v1 := map[string]podenv.File{
+		"a":         {Data: []byte("1"), Mode: 0o644},
+		"sub/b":     {Data: []byte("2"), Mode: 0o600},
+		"sub/c/d":   {Data: []byte("3"), Mode: 0o400},
+		"stale-key": {Data: []byte("x"), Mode: 0o644},
 	}
 	if err := writeAtomic(dir, v1, nil); err != nil {
 		t.Fatal(err)
@@ -110,7 +112,7 @@ func TestAtomicWriter(t *testing.T) {
 	}
 
 	// An update swaps everything at once and drops what is gone.
-	v2 := map[string]fileProjection{"a": {data: []byte("new"), mode: 0o644}, "sub/b": {data: []byte("2"), mode: 0o644}}
+	v2 := map[string]podenv.File{"a": {Data: []byte("new"), Mode: 0o644}, "sub/b": {Data: []byte("2"), Mode: 0o644}}
 	if err := writeAtomic(dir, v2, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func TestAtomicWriter(t *testing.T) {
 	}
 
 	for _, bad := range []string{"../x", "/abs", "a/../../x", "..data"} {
-		if err := writeAtomic(dir, map[string]fileProjection{bad: {}}, nil); err == nil {
+		if err := writeAtomic(dir, map[string]podenv.File{bad: {}}, nil); err == nil {
 			t.Errorf("path %q accepted", bad)
 		}
 	}

@@ -56,6 +56,8 @@ type Job struct {
 	WorkDir string
 	// Script is the whole batch script.
 	Script string
+	// Files are staged into WorkDir (with tar) before the job is submitted.
+	Files []StagedFile
 	// Images are the containers' images, named in the script but not run:
 	// the commands run on the Slurm node as they are.
 	Images []string
@@ -91,13 +93,38 @@ func (j JobInfo) Terminal() bool {
 	return false
 }
 
-// Submit creates the job's work directory and submits its script with
+// Stage creates the job's work directory and writes its Files into it,
+// as one tar stream (one command, also over SSH).
+func (c *Client) Stage(ctx context.Context, job Job) error {
+	if job.WorkDir == "" {
+		if len(job.Files) > 0 {
+			return errors.New("files to stage but no work dir")
+		}
+		return nil
+	}
+	if _, err := c.runner.Run(ctx, "mkdir", []string{"-p", job.WorkDir}, nil); err != nil {
+		return fmt.Errorf("create work dir: %w", err)
+	}
+	if len(job.Files) == 0 {
+		return nil
+	}
+	data, err := Tar(job.Files)
+	if err != nil {
+		return fmt.Errorf("stage files: %w", err)
+	}
+	// -p keeps the staged modes (Secrets in a 0700 directory) whoever
+	// submits; the files belong to that user.
+	if _, err := c.runner.Run(ctx, "tar", []string{"-x", "-p", "--no-same-owner", "-f", "-", "-C", job.WorkDir}, data); err != nil {
+		return fmt.Errorf("stage files into %s: %w", job.WorkDir, err)
+	}
+	return nil
+}
+
+// Submit stages the job's work directory and submits its script with
 // `sbatch --parsable`, returning the job id.
 func (c *Client) Submit(ctx context.Context, job Job) (string, error) {
-	if job.WorkDir != "" {
-		if _, err := c.runner.Run(ctx, "mkdir", []string{"-p", job.WorkDir}, nil); err != nil {
-			return "", fmt.Errorf("create work dir: %w", err)
-		}
+	if err := c.Stage(ctx, job); err != nil {
+		return "", err
 	}
 	out, err := c.runner.Run(ctx, "sbatch", []string{"--parsable"}, []byte(job.Script))
 	if err != nil {

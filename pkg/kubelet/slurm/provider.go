@@ -17,9 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/kubelet"
+	"github.com/minik8s/minik8s/pkg/kubelet/podenv"
 )
 
 // Labels, taint and annotations of a Slurm virtual node and its pods.
@@ -63,6 +65,9 @@ type Config struct {
 	// LogPollInterval is how often a followed log is read again (default 1s).
 	LogPollInterval time.Duration
 	Clock           clock.WithTicker
+	// Client reads the ConfigMaps and Secrets that pods' env and volumes
+	// name, to stage them; nil refuses such pods.
+	Client kubernetes.Interface
 	// Recorder, if set, receives the pods' events (job submitted, image not run).
 	Recorder EventRecorder
 	Logger   *slog.Logger
@@ -89,6 +94,9 @@ type entry struct {
 	job JobInfo     // job.ID is empty while the pod could not be submitted (but sbatch may refuse a job Slurm records)
 	// configErr is why the pod could not become a script.
 	configErr error
+	// retry: configErr is a ConfigMap or Secret that is missing, which
+	// may yet be created: each Poll tries the pod again.
+	retry bool
 	// submitErr is sbatch's refusal of the job (SubmitRefused): the pod failed.
 	submitErr string
 	// lost: Slurm stopped listing the job before it ended.
@@ -156,8 +164,9 @@ func (p *Provider) Start(ctx context.Context) error {
 
 func key(ns, name string) string { return ns + "/" + name }
 
-func (p *Provider) scriptOptions() ScriptOptions {
-	return ScriptOptions{WorkRoot: p.cfg.WorkRoot, Partition: p.cfg.Partition, NodeName: p.cfg.NodeName}
+func (p *Provider) scriptOptions(ctx context.Context, namespace string) ScriptOptions {
+	return ScriptOptions{WorkRoot: p.cfg.WorkRoot, Partition: p.cfg.Partition, NodeName: p.cfg.NodeName,
+		Objects: podenv.NewObjects(ctx, p.cfg.Client, namespace)}
 }
 
 func (p *Provider) event(pod *corev1.Pod, eventType, reason, format string, args ...interface{}) {
@@ -170,18 +179,24 @@ func (p *Provider) event(pod *corev1.Pod, eventType, reason, format string, args
 // the pod's UID (a restarted provider): then it adopts that one.
 func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	k := key(pod.Namespace, pod.Name)
+	var lastErr string
 	p.mu.Lock()
 	if e, ok := p.pods[k]; ok && e.pod.UID == pod.UID {
-		p.mu.Unlock()
-		return nil
+		if !e.retry {
+			p.mu.Unlock()
+			return nil
+		}
+		lastErr = e.configErr.Error()
 	}
 	p.mu.Unlock()
 
 	e := &entry{pod: pod.DeepCopy()}
-	job, err := Script(pod, p.scriptOptions())
+	job, err := Script(pod, p.scriptOptions(ctx, pod.Namespace))
 	if err != nil {
-		e.configErr = err
-		p.event(pod, corev1.EventTypeWarning, "FailedToSubmit", "%v", err)
+		e.configErr, e.retry = err, podenv.IsNotFound(err)
+		if err.Error() != lastErr {
+			p.event(pod, corev1.EventTypeWarning, "FailedToSubmit", "%v", err)
+		}
 		p.store(k, e)
 		return nil
 	}
@@ -446,13 +461,24 @@ func (p *Provider) Poll(ctx context.Context) error {
 	}
 	p.synced = true
 	notify := p.notify
+	var retry []*corev1.Pod
+	for _, e := range p.pods {
+		if e.retry {
+			retry = append(retry, e.pod)
+		}
+	}
 	p.mu.Unlock()
 	if notify != nil {
 		for _, pod := range changed {
 			notify(pod)
 		}
 	}
-	return nil
+	// Pods waiting for a ConfigMap or Secret: it may exist now.
+	var errs []error
+	for _, pod := range retry {
+		errs = append(errs, p.CreatePod(ctx, pod))
+	}
+	return errors.Join(errs...)
 }
 
 // ConfigureNode describes the virtual node: capacity from the partition,

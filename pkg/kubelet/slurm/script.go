@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"sort"
@@ -8,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minik8s/minik8s/pkg/kubelet/podenv"
 )
 
 // Annotations on a pod that add to its sbatch options.
@@ -34,6 +37,9 @@ type ScriptOptions struct {
 	Partition string
 	// NodeName is the virtual node's name (for spec.nodeName fieldRefs).
 	NodeName string
+	// Objects reads the ConfigMaps and Secrets the pod's env and volumes
+	// name; nil refuses pods that name any.
+	Objects *podenv.Objects
 }
 
 // JobName is the Slurm job name of a pod: <namespace>_<name> (neither may
@@ -159,13 +165,34 @@ func Script(pod *corev1.Pod, opts ScriptOptions) (Job, error) {
 			fmt.Fprintf(&b, "# image %s not run: the command runs on the Slurm node\n", s.c.Image)
 		}
 	}
+	objs := opts.Objects
+	if objs == nil {
+		objs = podenv.NewObjects(context.Background(), nil, pod.Namespace)
+	}
+	files, sources, err := stageVolumes(pod, objs)
+	if err != nil {
+		return Job{}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	envPod := pod
+	if pod.Spec.NodeName == "" {
+		envPod = pod.DeepCopy()
+		envPod.Spec.NodeName = opts.NodeName
+	}
 	for i, s := range steps {
-		fn, err := function(i, s.c, s.kind, pod, opts)
+		// Slurm nodes are not on the cluster's network: no service
+		// variables, no pod or host IP.
+		env, envMap, err := podenv.ContainerEnv(&s.c, &podenv.Context{Pod: envPod, Objects: objs})
+		if err != nil {
+			return Job{}, fmt.Errorf("pod %s/%s: %s %s: %w", pod.Namespace, pod.Name, s.kind, s.c.Name, err)
+		}
+		files = append(files, StagedFile{Path: envFile(i), Data: envFileData(env), Mode: 0o600})
+		fn, err := function(i, s.c, s.kind, job.WorkDir, envMap, sources)
 		if err != nil {
 			return Job{}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		b.WriteString("\n" + fn)
 	}
+	job.Files = files
 	b.WriteString("\n")
 	for i, s := range steps {
 		fmt.Fprintf(&b, "minik8s_run %s minik8s_c%d\n", shellQuote(s.c.Name), i)
@@ -187,98 +214,31 @@ const runHelper = `minik8s_run() {
 }
 `
 
-// function is one container as a bash function.
-func function(i int, c corev1.Container, kind string, pod *corev1.Pod, opts ScriptOptions) (string, error) {
-	if len(c.EnvFrom) > 0 {
-		return "", fmt.Errorf("%s %s: envFrom is not supported by the Slurm provider yet", kind, c.Name)
-	}
+// function is one container as a bash function: it sources the
+// container's staged environment, links its volume mounts, enters its
+// working directory and execs its command.
+func function(i int, c corev1.Container, kind, workDir string, env map[string]string, sources map[string]string) (string, error) {
 	argv := append(append([]string{}, c.Command...), c.Args...)
 	if len(argv) == 0 {
 		return "", fmt.Errorf("%s %s: no command: the Slurm provider runs the command on the Slurm node, without the image's entrypoint", kind, c.Name)
 	}
+	links, err := mountLinks(c, kind, workDir, sources)
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s %s\nminik8s_c%d() {\n", kind, c.Name, i)
-	env := map[string]string{}
-	for _, e := range c.Env {
-		v := e.Value
-		if e.ValueFrom != nil {
-			var err error
-			if v, err = fieldValue(e, pod, opts); err != nil {
-				return "", fmt.Errorf("%s %s: env %s: %w", kind, c.Name, e.Name, err)
-			}
-		} else {
-			v = expand(v, env)
-		}
-		env[e.Name] = v
-		fmt.Fprintf(&b, "\texport %s=%s\n", shellQuote(e.Name), shellQuote(v))
-	}
+	fmt.Fprintf(&b, "\t. %s || return\n", shellQuote(path.Join(workDir, envFile(i))))
+	b.WriteString(links)
 	if c.WorkingDir != "" {
 		fmt.Fprintf(&b, "\tcd %s || return\n", shellQuote(c.WorkingDir))
 	}
+	mapping := podenv.MappingFor(env)
 	for j := range argv {
-		argv[j] = shellQuote(expand(argv[j], env))
+		argv[j] = shellQuote(podenv.Expand(argv[j], mapping))
 	}
-	fmt.Fprintf(&b, "\texec %s\n}\n", strings.Join(argv, " "))
+	fmt.Fprintf(&b, "\texec env -- \"${minik8s_env[@]}\" %s\n}\n", strings.Join(argv, " "))
 	return b.String(), nil
-}
-
-func fieldValue(e corev1.EnvVar, pod *corev1.Pod, opts ScriptOptions) (string, error) {
-	f := e.ValueFrom.FieldRef
-	if f == nil {
-		return "", fmt.Errorf("only fieldRef values are supported by the Slurm provider yet")
-	}
-	switch f.FieldPath {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		if pod.Spec.NodeName != "" {
-			return pod.Spec.NodeName, nil
-		}
-		return opts.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	}
-	return "", fmt.Errorf("fieldRef %s is not supported by the Slurm provider", f.FieldPath)
-}
-
-// expand replaces $(VAR) with the value of an env var defined before, as
-// Kubernetes does in env values, command and args; $$ is a literal $.
-func expand(s string, env map[string]string) string {
-	if !strings.Contains(s, "$") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteByte('$')
-				continue
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := env[name]; ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString(s[i : i+3+end])
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String()
 }
 
 type jobResources struct {

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,8 +73,8 @@ func TestScript(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# image nvidia/cuda:12.4.1-devel not run: the command runs on the Slurm node\n",
-		"# init container build\nminik8s_c0() {\n\texec make -C /src\n}\n",
-		"# container matmul\nminik8s_c1() {\n\texport N=1024\n\texport POD=matmul-x7k2p\n\tcd /src || return\n\texec /src/matmul 1024 'it'\\''s 2'\n}\n",
+		"# init container build\nminik8s_c0() {\n\t. /shared/minik8s/default/matmul-x7k2p-0a1b2c3d/.minik8s/env/c0 || return\n\texec env -- \"${minik8s_env[@]}\" make -C /src\n}\n",
+		"# container matmul\nminik8s_c1() {\n\t. /shared/minik8s/default/matmul-x7k2p-0a1b2c3d/.minik8s/env/c1 || return\n\tcd /src || return\n\texec env -- \"${minik8s_env[@]}\" /src/matmul 1024 'it'\\''s 2'\n}\n",
 		"\nminik8s_run build minik8s_c0\nminik8s_run matmul minik8s_c1\nexit 0\n",
 	} {
 		if !strings.Contains(job.Script, want) {
@@ -105,13 +106,8 @@ func TestScriptRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := filepath.Join(dir, "job.sh")
-	if err := os.WriteFile(script, []byte(job.Script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("bash", script)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
+	out, err := runJob(t, job)
+	dir = job.WorkDir
 	var ee *exec.ExitError
 	if !errorsAs(err, &ee) || ee.ExitCode() != 7 {
 		t.Fatalf("script exit = %v, want 7; output:\n%s", err, out)
@@ -131,13 +127,27 @@ func TestScriptErrors(t *testing.T) {
 		want   string
 	}{
 		"no command": {func(p *corev1.Pod) { p.Spec.Containers[0].Command, p.Spec.Containers[0].Args = nil, nil }, "no command"},
-		"secret env": {func(p *corev1.Pod) {
-			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}}}
-		}, "env S: only fieldRef"},
-		"status fieldRef": {func(p *corev1.Pod) {
-			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
-		}, "fieldRef status.podIP is not supported"},
-		"envFrom":        {func(p *corev1.Pod) { p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{}} }, "envFrom"},
+		"secret env without a client": {func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}}}
+		}, "no API client"},
+		"bad fieldRef": {func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nope"}}}}
+		}, "unsupported fieldPath"},
+		"pvc volume": {func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
+		}, `volume "data": not supported on a Slurm node`},
+		"mount without volume": {func(p *corev1.Pod) {
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "nope", MountPath: "/x"}}
+		}, `volumeMount "nope": no volume of that name`},
+		"mount escapes": {func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "e", MountPath: "/../x"}}
+		}, "leaves its directory"},
+		"mount on the stage dir": {func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "e", MountPath: "/.minik8s/env"}}
+		}, "is the provider's"},
 		"extra not flag": {func(p *corev1.Pod) { p.Annotations[AnnotationExtraArgs] = "--exclusive -N 2" }, `"-N" is not a --option`},
 		"extra reserved": {func(p *corev1.Pod) { p.Annotations[AnnotationExtraArgs] = "--comment=x" }, "--comment is set by the provider"},
 		"extra quotes":   {func(p *corev1.Pod) { p.Annotations[AnnotationExtraArgs] = "--x='y" }, "unterminated"},
@@ -157,17 +167,6 @@ func TestScriptErrors(t *testing.T) {
 	}
 }
 
-func TestExpand(t *testing.T) {
-	env := map[string]string{"A": "1", "B": "two"}
-	for in, want := range map[string]string{
-		"$(A)-$(B)": "1-two", "$(C)": "$(C)", "$$(A)": "$(A)", "cost $5": "cost $5", "$(A": "$(A", "x$": "x$",
-	} {
-		if got := expand(in, env); got != want {
-			t.Errorf("expand(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestPodKey(t *testing.T) {
 	ns, name, ok := PodKey(JobName("default", "matmul-abc"))
 	if !ok || ns != "default" || name != "matmul-abc" {
@@ -176,4 +175,20 @@ func TestPodKey(t *testing.T) {
 	if _, _, ok := PodKey("slurm-job"); ok {
 		t.Error("a job name without _ parsed")
 	}
+}
+
+// runJob stages job's work directory as Submit does, here, and runs its
+// script there with bash, as slurmd would.
+func runJob(t *testing.T, job Job) ([]byte, error) {
+	t.Helper()
+	if err := NewClient(LocalRunner{}, nil).Stage(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "job.sh")
+	if err := os.WriteFile(script, []byte(job.Script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script)
+	cmd.Dir = job.WorkDir
+	return cmd.CombinedOutput()
 }

@@ -1,4 +1,4 @@
-package local
+package podenv
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 )
 
 func TestExpand(t *testing.T) {
-	vars := mappingFor(map[string]string{"A": "a", "B": "b$(A)", "EMPTY": ""})
+	vars := MappingFor(map[string]string{"A": "a", "B": "b$(A)", "EMPTY": ""})
 	for _, tc := range []struct{ in, want string }{
 		{"plain", "plain"},
 		{"$(A)", "a"},
@@ -30,8 +31,8 @@ func TestExpand(t *testing.T) {
 		{"$()", "$()"},
 		{"ü$(A)ü", "üaü"},
 	} {
-		if got := expand(tc.in, vars); got != tc.want {
-			t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := Expand(tc.in, vars); got != tc.want {
+			t.Errorf("Expand(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -126,9 +127,9 @@ func TestContainerEnv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := pod.Spec.Containers[0].DeepCopy()
 			c.Env, c.EnvFrom = tc.env, tc.envFrom
-			ec := &envContext{pod: pod, podIP: "10.244.0.7", hostIP: "192.168.1.10", allocatable: allocatable,
-				objs: newObjects(context.Background(), client, "default")}
-			got, _, err := containerEnv(c, ec)
+			ec := &Context{Pod: pod, PodIP: "10.244.0.7", HostIP: "192.168.1.10", Allocatable: allocatable,
+				Objects: NewObjects(context.Background(), client, "default")}
+			got, _, err := ContainerEnv(c, ec)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -158,7 +159,7 @@ func TestServiceEnv(t *testing.T) {
 	)
 	pod := testPod("p", "c")
 	pod.Namespace = "apps"
-	env, err := serviceEnv(context.Background(), client, pod)
+	env, err := ServiceEnv(context.Background(), client, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,11 +195,27 @@ func TestServiceEnv(t *testing.T) {
 	}
 
 	pod.Spec.EnableServiceLinks = ptr.To(false)
-	env, err = serviceEnv(context.Background(), client, pod)
+	env, err = ServiceEnv(context.Background(), client, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := env["MY_DB_SERVICE_HOST"]; ok || env["KUBERNETES_SERVICE_HOST"] != "10.96.0.1" {
 		t.Errorf("enableServiceLinks=false: %v", env)
 	}
+}
+
+// testPod is a pod of the named containers, as local's tests build it.
+func testPod(name string, containers ...string) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name),
+			Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{
+			NodeName: "node1", RestartPolicy: corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+		},
+	}
+	for _, c := range containers {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: c, Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent})
+	}
+	return pod
 }

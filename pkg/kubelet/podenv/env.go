@@ -1,4 +1,4 @@
-package local
+package podenv
 
 import (
 	"context"
@@ -16,85 +16,23 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-var metaGet = metav1.GetOptions{}
-
-// objects reads a pod's ConfigMaps and Secrets through the API, each
-// once per use (one container start, one volume refresh).
-type objects struct {
-	ctx     context.Context
-	client  kubernetes.Interface
-	ns      string
-	cms     map[string]*corev1.ConfigMap
-	secrets map[string]*corev1.Secret
+// Context is what environment values may refer to.
+type Context struct {
+	Pod           *corev1.Pod
+	PodIP, HostIP string
+	// Allocatable defaults resource limits a container does not set.
+	Allocatable corev1.ResourceList
+	Objects     *Objects
+	// ServiceEnv are the Services' variables (FOO_SERVICE_HOST...).
+	ServiceEnv map[string]string
 }
 
-func newObjects(ctx context.Context, client kubernetes.Interface, ns string) *objects {
-	return &objects{ctx: ctx, client: client, ns: ns, cms: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
-}
-
-// errNotFound is a missing ConfigMap or Secret, in the kubelet's words.
-type errNotFound struct{ kind, name string }
-
-func (e *errNotFound) Error() string { return fmt.Sprintf("%s %q not found", e.kind, e.name) }
-
-func isNotFound(err error) bool {
-	_, ok := err.(*errNotFound)
-	return ok
-}
-
-func (o *objects) configMap(name string) (*corev1.ConfigMap, error) {
-	if cm, ok := o.cms[name]; ok {
-		return cm, nil
-	}
-	if o.client == nil {
-		return nil, fmt.Errorf("couldn't get configMap %s/%s: no API client", o.ns, name)
-	}
-	cm, err := o.client.CoreV1().ConfigMaps(o.ns).Get(o.ctx, name, metaGet)
-	if apierrors.IsNotFound(err) {
-		return nil, &errNotFound{"configmap", name}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("couldn't get configMap %s/%s: %w", o.ns, name, err)
-	}
-	o.cms[name] = cm
-	return cm, nil
-}
-
-func (o *objects) secret(name string) (*corev1.Secret, error) {
-	if s, ok := o.secrets[name]; ok {
-		return s, nil
-	}
-	if o.client == nil {
-		return nil, fmt.Errorf("couldn't get secret %s/%s: no API client", o.ns, name)
-	}
-	s, err := o.client.CoreV1().Secrets(o.ns).Get(o.ctx, name, metaGet)
-	if apierrors.IsNotFound(err) {
-		return nil, &errNotFound{"secret", name}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("couldn't get secret %s/%s: %w", o.ns, name, err)
-	}
-	o.secrets[name] = s
-	return s, nil
-}
-
-// envContext is what environment values may refer to.
-type envContext struct {
-	pod           *corev1.Pod
-	podIP, hostIP string
-	// allocatable defaults resource limits a container does not set.
-	allocatable corev1.ResourceList
-	objs        *objects
-	// serviceEnv are the Services' variables (FOO_SERVICE_HOST...).
-	serviceEnv map[string]string
-}
-
-// containerEnv resolves a container's environment as Kubernetes does:
+// ContainerEnv resolves a container's environment as Kubernetes does:
 // envFrom first, then env in order (valueFrom resolved, $(VAR)
 // expanded against the variables before it and the services'), then
 // the services' variables that nothing overrode. It returns the
 // variables in that order, as NAME=value.
-func containerEnv(c *corev1.Container, ec *envContext) ([]string, map[string]string, error) {
+func ContainerEnv(c *corev1.Container, ec *Context) ([]string, map[string]string, error) {
 	env := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -106,9 +44,9 @@ func containerEnv(c *corev1.Container, ec *envContext) ([]string, map[string]str
 	for _, from := range c.EnvFrom {
 		switch {
 		case from.ConfigMapRef != nil:
-			cm, err := ec.objs.configMap(from.ConfigMapRef.Name)
+			cm, err := ec.Objects.ConfigMap(from.ConfigMapRef.Name)
 			if err != nil {
-				if isNotFound(err) && optional(from.ConfigMapRef.Optional) {
+				if IsNotFound(err) && Optional(from.ConfigMapRef.Optional) {
 					continue
 				}
 				return nil, nil, err
@@ -117,9 +55,9 @@ func containerEnv(c *corev1.Container, ec *envContext) ([]string, map[string]str
 				set(from.Prefix+k, cm.Data[k])
 			}
 		case from.SecretRef != nil:
-			s, err := ec.objs.secret(from.SecretRef.Name)
+			s, err := ec.Objects.Secret(from.SecretRef.Name)
 			if err != nil {
-				if isNotFound(err) && optional(from.SecretRef.Optional) {
+				if IsNotFound(err) && Optional(from.SecretRef.Optional) {
 					continue
 				}
 				return nil, nil, err
@@ -129,12 +67,12 @@ func containerEnv(c *corev1.Container, ec *envContext) ([]string, map[string]str
 			}
 		}
 	}
-	mapping := mappingFor(env, ec.serviceEnv)
+	mapping := MappingFor(env, ec.ServiceEnv)
 	for _, e := range c.Env {
 		val := e.Value
 		switch {
 		case val != "":
-			val = expand(val, mapping)
+			val = Expand(val, mapping)
 		case e.ValueFrom != nil:
 			var skip bool
 			var err error
@@ -148,15 +86,15 @@ func containerEnv(c *corev1.Container, ec *envContext) ([]string, map[string]str
 		}
 		set(e.Name, val)
 	}
-	out := make([]string, 0, len(order)+len(ec.serviceEnv))
+	out := make([]string, 0, len(order)+len(ec.ServiceEnv))
 	for _, k := range order {
 		out = append(out, k+"="+env[k])
 	}
-	all := make(map[string]string, len(env)+len(ec.serviceEnv))
-	for _, k := range sortedKeys(ec.serviceEnv) {
-		all[k] = ec.serviceEnv[k]
+	all := make(map[string]string, len(env)+len(ec.ServiceEnv))
+	for _, k := range sortedKeys(ec.ServiceEnv) {
+		all[k] = ec.ServiceEnv[k]
 		if _, ok := env[k]; !ok {
-			out = append(out, k+"="+ec.serviceEnv[k])
+			out = append(out, k+"="+ec.ServiceEnv[k])
 		}
 	}
 	for k, v := range env {
@@ -165,7 +103,8 @@ func containerEnv(c *corev1.Container, ec *envContext) ([]string, map[string]str
 	return out, all, nil
 }
 
-func optional(b *bool) bool { return b != nil && *b }
+// Optional is an optional reference's Optional field: false unless set.
+func Optional(b *bool) bool { return b != nil && *b }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -178,27 +117,27 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // valueFrom resolves an env var's source; skip is true for an optional
 // source that is missing.
-func (ec *envContext) valueFrom(src *corev1.EnvVarSource, c *corev1.Container) (string, bool, error) {
-	pod := ec.pod
+func (ec *Context) valueFrom(src *corev1.EnvVarSource, c *corev1.Container) (string, bool, error) {
+	pod := ec.Pod
 	switch {
 	case src.FieldRef != nil:
-		v, err := fieldValue(src.FieldRef.FieldPath, pod, ec.podIP, ec.hostIP)
+		v, err := FieldValue(src.FieldRef.FieldPath, pod, ec.PodIP, ec.HostIP)
 		return v, false, err
 	case src.ResourceFieldRef != nil:
-		v, err := resourceValue(src.ResourceFieldRef, pod, c, ec.allocatable)
+		v, err := ResourceValue(src.ResourceFieldRef, pod, c, ec.Allocatable)
 		return v, false, err
 	case src.ConfigMapKeyRef != nil:
 		ref := src.ConfigMapKeyRef
-		cm, err := ec.objs.configMap(ref.Name)
+		cm, err := ec.Objects.ConfigMap(ref.Name)
 		if err != nil {
-			if isNotFound(err) && optional(ref.Optional) {
+			if IsNotFound(err) && Optional(ref.Optional) {
 				return "", true, nil
 			}
 			return "", false, err
 		}
 		v, ok := cm.Data[ref.Key]
 		if !ok {
-			if optional(ref.Optional) {
+			if Optional(ref.Optional) {
 				return "", true, nil
 			}
 			return "", false, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name)
@@ -206,16 +145,16 @@ func (ec *envContext) valueFrom(src *corev1.EnvVarSource, c *corev1.Container) (
 		return v, false, nil
 	case src.SecretKeyRef != nil:
 		ref := src.SecretKeyRef
-		s, err := ec.objs.secret(ref.Name)
+		s, err := ec.Objects.Secret(ref.Name)
 		if err != nil {
-			if isNotFound(err) && optional(ref.Optional) {
+			if IsNotFound(err) && Optional(ref.Optional) {
 				return "", true, nil
 			}
 			return "", false, err
 		}
 		v, ok := s.Data[ref.Key]
 		if !ok {
-			if optional(ref.Optional) {
+			if Optional(ref.Optional) {
 				return "", true, nil
 			}
 			return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
@@ -225,9 +164,9 @@ func (ec *envContext) valueFrom(src *corev1.EnvVarSource, c *corev1.Container) (
 	return "", false, fmt.Errorf("unsupported valueFrom source")
 }
 
-// fieldValue is a pod field for env's fieldRef: metadata and the fields
+// FieldValue is a pod field for env's fieldRef: metadata and the fields
 // only the kubelet knows (node name, addresses).
-func fieldValue(path string, pod *corev1.Pod, podIP, hostIP string) (string, error) {
+func FieldValue(path string, pod *corev1.Pod, podIP, hostIP string) (string, error) {
 	switch path {
 	case "spec.nodeName":
 		return pod.Spec.NodeName, nil
@@ -238,11 +177,11 @@ func fieldValue(path string, pod *corev1.Pod, podIP, hostIP string) (string, err
 	case "status.podIP", "status.podIPs":
 		return podIP, nil
 	}
-	return metadataField(path, pod)
+	return MetadataField(path, pod)
 }
 
-// metadataField is Kubernetes' ExtractFieldPathAsString for a pod.
-func metadataField(path string, pod *corev1.Pod) (string, error) {
+// MetadataField is Kubernetes' ExtractFieldPathAsString for a pod.
+func MetadataField(path string, pod *corev1.Pod) (string, error) {
 	if base, key, ok := splitSubscript(path); ok {
 		switch base {
 		case "metadata.annotations":
@@ -289,13 +228,13 @@ func formatMap(m map[string]string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// resourceValue is a resourceFieldRef's value: the container's limit or
+// ResourceValue is a resourceFieldRef's value: the container's limit or
 // request divided by divisor, rounded up; limits not set are the node's
 // allocatable, as in Kubernetes.
-func resourceValue(fs *corev1.ResourceFieldSelector, pod *corev1.Pod, c *corev1.Container, allocatable corev1.ResourceList) (string, error) {
+func ResourceValue(fs *corev1.ResourceFieldSelector, pod *corev1.Pod, c *corev1.Container, allocatable corev1.ResourceList) (string, error) {
 	target := c
 	if fs.ContainerName != "" {
-		target = findContainer(pod, fs.ContainerName)
+		target = FindContainer(pod, fs.ContainerName)
 		if target == nil {
 			return "", fmt.Errorf("container %q not found in pod %s/%s", fs.ContainerName, pod.Namespace, pod.Name)
 		}
@@ -330,7 +269,8 @@ func resourceValue(fs *corev1.ResourceFieldSelector, pod *corev1.Pod, c *corev1.
 	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 }
 
-func findContainer(pod *corev1.Pod, name string) *corev1.Container {
+// FindContainer is the pod's container or init container of that name.
+func FindContainer(pod *corev1.Pod, name string) *corev1.Container {
 	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range list {
 			if list[i].Name == name {
@@ -341,10 +281,10 @@ func findContainer(pod *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
-// serviceEnv are the variables of the Services a pod sees: the
+// ServiceEnv are the variables of the Services a pod sees: the
 // apiserver's "kubernetes" Service always, its namespace's Services
 // unless enableServiceLinks is false.
-func serviceEnv(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod) (map[string]string, error) {
+func ServiceEnv(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod) (map[string]string, error) {
 	if client == nil {
 		return nil, nil
 	}
@@ -412,9 +352,9 @@ func serviceVars(svc *corev1.Service) [][2]string {
 	return out
 }
 
-// mappingFor looks a variable up in each map in turn; an unknown one
+// MappingFor looks a variable up in each map in turn; an unknown one
 // stays as written, $(NAME).
-func mappingFor(maps ...map[string]string) func(string) string {
+func MappingFor(maps ...map[string]string) func(string) string {
 	return func(name string) string {
 		for _, m := range maps {
 			if v, ok := m[name]; ok {
@@ -425,9 +365,9 @@ func mappingFor(maps ...map[string]string) func(string) string {
 	}
 }
 
-// expand replaces $(NAME) references with mapping(NAME); $$ is a literal
+// Expand replaces $(NAME) references with mapping(NAME); $$ is a literal
 // $, so $$(NAME) stays $(NAME). It is Kubernetes' expansion package.
-func expand(input string, mapping func(string) string) string {
+func Expand(input string, mapping func(string) string) string {
 	var b strings.Builder
 	checkpoint := 0
 	for cursor := 0; cursor < len(input); cursor++ {
