@@ -17,6 +17,7 @@ func Builtin() []*registry.Resource {
 		serviceAccounts(), persistentVolumes(), persistentVolumeClaims(),
 		deployments(), replicaSets(), jobs(), cronJobs(), horizontalPodAutoscalers(),
 		endpointSlices(), leases(), storageClasses(), ingresses(), certificateSigningRequests(),
+		controllerRevisions(),
 	}
 }
 
