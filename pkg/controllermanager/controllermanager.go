@@ -26,6 +26,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/controller/certificates"
 	"github.com/minik8s/minik8s/pkg/controller/cronjob"
+	"github.com/minik8s/minik8s/pkg/controller/daemonset"
 	"github.com/minik8s/minik8s/pkg/controller/deployment"
 	"github.com/minik8s/minik8s/pkg/controller/endpoints"
 	"github.com/minik8s/minik8s/pkg/controller/endpointslice"
@@ -36,8 +37,13 @@ import (
 	"github.com/minik8s/minik8s/pkg/controller/nodeipam"
 	"github.com/minik8s/minik8s/pkg/controller/nodelifecycle"
 	"github.com/minik8s/minik8s/pkg/controller/podautoscaler"
+	"github.com/minik8s/minik8s/pkg/controller/podgc"
 	"github.com/minik8s/minik8s/pkg/controller/replicaset"
+	"github.com/minik8s/minik8s/pkg/controller/statefulset"
 	"github.com/minik8s/minik8s/pkg/controller/ttlafterfinished"
+	"github.com/minik8s/minik8s/pkg/controller/volume/localpath"
+	"github.com/minik8s/minik8s/pkg/controller/volume/persistentvolume"
+	"github.com/minik8s/minik8s/pkg/controller/volume/protection"
 	"github.com/minik8s/minik8s/pkg/lease"
 	"github.com/minik8s/minik8s/pkg/workflow/engine"
 	"github.com/minik8s/minik8s/pkg/workflow/invoke"
@@ -108,6 +114,12 @@ var controllers = []struct {
 	{"deployment", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(deployment.New(kc, deployment.DefaultConfig()))
 	}},
+	{"daemonset", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(daemonset.New(kc, daemonset.Config{}))
+	}},
+	{"statefulset", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(statefulset.New(kc, statefulset.Config{}))
+	}},
 	{"endpoint", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(endpoints.New(kc, endpoints.Config{}))
 	}},
@@ -126,8 +138,23 @@ var controllers = []struct {
 	{"garbagecollector", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(garbagecollector.New(kc, garbagecollector.Config{}))
 	}},
+	{"podgc", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(podgc.New(kc, podgc.Config{}))
+	}},
 	{"nodelifecycle", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		return startOf(nodelifecycle.New(kc, nodelifecycle.Config{NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod}))
+	}},
+	{"persistentvolume-binder", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(persistentvolume.New(kc, persistentvolume.Config{}))
+	}},
+	{"pv-protection", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(protection.NewPV(kc))
+	}},
+	{"pvc-protection", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(protection.NewPVC(kc))
+	}},
+	{"local-path-provisioner", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(localpath.New(kc))
 	}},
 	{"workflow", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(engine.NewWorkflowController(kc, nil, nil))

@@ -25,6 +25,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/image"
 	"github.com/minik8s/minik8s/pkg/kubelet"
 	"github.com/minik8s/minik8s/pkg/kubelet/local"
+	"github.com/minik8s/minik8s/pkg/kubelet/localpath"
 	"github.com/minik8s/minik8s/pkg/kubelet/network"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime/daemon"
@@ -87,7 +88,8 @@ func Run(ctx context.Context, cfg Config) error {
 // Parts are the node's parts in start order: containerd (ready once it
 // answers and has the built-in images), the host's routes (ready once
 // the cluster and service ranges are routed; then it keeps a route to
-// every other node's pods), the service proxy and the kubelet. A node
+// every other node's pods), the service proxy, the node's half of the
+// local-path provisioner (pkg/kubelet/localpath) and the kubelet. A node
 // without a usable nft or iptables has no service proxy (a warning): it
 // still runs pods, only without Services.
 func Parts(cfg Config) ([]component.Part, error) {
@@ -112,8 +114,20 @@ func Parts(cfg Config) ([]component.Part, error) {
 	} else {
 		parts = append(parts, component.Func("service proxy", px.Start))
 	}
+	// The node's half of the local-path provisioner: its volumes live
+	// under the node's own root dir, so nodes sharing a host keep theirs
+	// apart.
+	localPathRoot := ""
+	if cfg.RootDir != "" {
+		localPathRoot = filepath.Join(cfg.RootDir, "local-path")
+	}
+	reaper, err := localpath.New(localpath.Config{Client: client, NodeName: cfg.NodeName, Root: localPathRoot, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	parts = append(parts, component.Func("local-path", reaper.Start))
 	return append(parts, component.Func("kubelet", func(ctx context.Context) error {
-		return runKubelet(ctx, cfg, client, ctrd.address)
+		return runKubelet(ctx, cfg, client, ctrd.address, reaper.Root())
 	})), nil
 }
 
@@ -180,7 +194,7 @@ func (p *routesPart) Start(ctx context.Context) error {
 
 // runKubelet runs the kubelet with the local provider (containers on the
 // containerd at address, pods on CNI) until ctx ends.
-func runKubelet(ctx context.Context, cfg Config, client kubernetes.Interface, address string) error {
+func runKubelet(ctx context.Context, cfg Config, client kubernetes.Interface, address, localPathRoot string) error {
 	log := cfg.Logger
 	rt, err := runtime.New(ctx, runtime.Config{Address: address, Node: cfg.NodeName, PlainHTTPRegistries: cfg.PlainHTTPRegistries, Logger: log})
 	if err != nil {
@@ -201,7 +215,7 @@ func runKubelet(ctx context.Context, cfg Config, client kubernetes.Interface, ad
 	}
 	provider, err := local.New(local.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Runtime: rt, Client: client, Recorder: recorder, Capacity: cfg.Capacity,
-		RootDir: cfg.RootDir, HostNetNS: cfg.HostNetNS, Logger: log,
+		RootDir: cfg.RootDir, LocalPathRoot: localPathRoot, HostNetNS: cfg.HostNetNS, Logger: log,
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
 		NewNetwork: func(podCIDR string) (network.Network, error) {
 			return network.New(network.Config{NodeName: cfg.NodeName, PodCIDR: podCIDR, ClusterCIDR: cfg.ClusterCIDR,

@@ -18,6 +18,9 @@ const ErrNoNodesAvailable = "no nodes available to schedule pods"
 type FitError struct {
 	NumAllNodes int
 	Reasons     map[string]int
+	// PreFilterMsg, when set, is why the pod fits no node whatever the
+	// node ("pod has unbound immediate PersistentVolumeClaims").
+	PreFilterMsg string
 }
 
 // Error is Kubernetes' message: "0/3 nodes are available: 1 node(s) had
@@ -25,6 +28,9 @@ type FitError struct {
 func (e *FitError) Error() string {
 	if e.NumAllNodes == 0 {
 		return ErrNoNodesAvailable
+	}
+	if e.PreFilterMsg != "" {
+		return fmt.Sprintf("0/%d nodes are available: %s.", e.NumAllNodes, e.PreFilterMsg)
 	}
 	reasons := make([]string, 0, len(e.Reasons))
 	for r, n := range e.Reasons {
@@ -105,6 +111,13 @@ func (p *profile) filterNode(pod *PodInfo, node *NodeInfo, checks []NodeFilter) 
 func (p *profile) feasible(pod *PodInfo, nodes []*NodeInfo) ([]*NodeInfo, error) {
 	if len(nodes) == 0 {
 		return nil, &FitError{}
+	}
+	for _, pf := range p.preFilters {
+		if r, ok := pf.(PodRejecter); ok {
+			if msg := r.RejectPod(pod); msg != "" {
+				return nil, &FitError{NumAllNodes: len(nodes), PreFilterMsg: msg}
+			}
+		}
 	}
 	var checks []NodeFilter
 	for _, pf := range p.preFilters {

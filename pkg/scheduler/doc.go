@@ -3,7 +3,8 @@
 //
 // It owns one decision, spec.nodeName of pending pods whose
 // spec.schedulerName is its own, and writes it only through the pods/binding
-// subresource. It also writes the PodScheduled condition of the pods it
+// subresource, after naming that node on the pod's unbound
+// WaitForFirstConsumer claims (volume.kubernetes.io/selected-node). It also writes the PodScheduled condition of the pods it
 // fails to place (pods/status, a strategic merge patch) and the events
 // Scheduled and FailedScheduling. It reads pods, nodes and what selects
 // pods (namespaces, Services, controllers) through informers and never
@@ -29,6 +30,17 @@
 //     container, sidecars, overhead) against allocatable minus what the
 //     node's pods request, for cpu, memory, ephemeral-storage, the pod
 //     count and extended resources such as nvidia.com/gpu;
+//   - VolumeBinding: the pod's PersistentVolumeClaims. A claim missing,
+//     being deleted, or unbound of an Immediate class keeps the pod off
+//     every node ("0/2 nodes are available: pod has unbound immediate
+//     PersistentVolumeClaims."); a bound claim admits the nodes its
+//     volume's node affinity admits; an unbound WaitForFirstConsumer claim
+//     admits the nodes where an Available volume fits it or, when its
+//     class provisions, any node (only its selected node once it has
+//     one). Before binding the pod the scheduler writes
+//     volume.kubernetes.io/selected-node on such claims; the binder
+//     (pkg/controller/volume/persistentvolume) and the provisioner act on
+//     it;
 //   - PodTopologySpread: each DoNotSchedule topologySpreadConstraint keeps
 //     the skew (selected pods in the node's domain, plus the pod, minus the
 //     fewest in any domain, or 0 below minDomains domains) within maxSkew;
@@ -80,9 +92,10 @@
 // affinity and spreading) until the informer shows it assigned.
 //
 // Besides pods and nodes, the scheduler watches namespaces (for
-// namespaceSelector), Services and ReplicaSets, and StatefulSets and
-// ReplicationControllers where the apiserver serves them (for default
-// spreading).
+// namespaceSelector); claims, volumes and StorageClasses (a change
+// retries the pods that did not fit); Services and ReplicaSets, and
+// StatefulSets and ReplicationControllers where the apiserver serves
+// them (for default spreading).
 //
 // # Leader election
 //

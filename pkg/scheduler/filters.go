@@ -50,7 +50,14 @@ func DefaultFilters() []FilterPlugin {
 // DefaultPreFilters are the filters that look at other nodes' pods; they
 // run after DefaultFilters, in this order, as in Kubernetes.
 func DefaultPreFilters(l *Listers) []PreFilterPlugin {
-	return []PreFilterPlugin{PodTopologySpread{Listers: l}, InterPodAffinity{Namespaces: l.Namespaces}}
+	return []PreFilterPlugin{VolumeBinding{Listers: &l.Volumes}, PodTopologySpread{Listers: l}, InterPodAffinity{Namespaces: l.Namespaces}}
+}
+
+// A PodRejecter is a PreFilterPlugin that can keep a pod off every node
+// before any node is looked at (a claim missing or unbound): its message
+// is the attempt's, as Kubernetes reports a PreFilter's rejection.
+type PodRejecter interface {
+	RejectPod(pod *PodInfo) string
 }
 
 // tolerates reports whether the tolerations tolerate the taint. Tolerations

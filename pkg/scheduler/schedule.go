@@ -109,10 +109,17 @@ func (s *Scheduler) failed(ctx context.Context, q workqueue.TypedRateLimitingInt
 func (s *Scheduler) bind(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], key string, pod *v1.Pod) {
 	defer s.inflight.Done()
 	node := pod.Spec.NodeName
-	err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, &v1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		Target:     v1.ObjectReference{Kind: "Node", Name: node},
-	}, metav1.CreateOptions{})
+	// The pod's WaitForFirstConsumer claims learn their node first, so
+	// that their volumes are made there; the kubelet starts the pod once
+	// they are bound.
+	vb := VolumeBinding{Listers: &s.listers.Volumes}
+	err := s.selectNode(ctx, vb.claimsToAnnotate(pod, node), node)
+	if err == nil {
+		err = s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, &v1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+			Target:     v1.ObjectReference{Kind: "Node", Name: node},
+		}, metav1.CreateOptions{})
+	}
 	if err == nil {
 		s.cache.finishBinding(key)
 		q.Forget(key)

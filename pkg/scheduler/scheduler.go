@@ -84,7 +84,10 @@ func New(cfg Config) (*Scheduler, error) {
 	nsInf := factory.Core().V1().Namespaces()
 	svcInf := factory.Core().V1().Services()
 	rsInf := factory.Apps().V1().ReplicaSets()
-	listers := &Listers{Namespaces: nsInf.Lister(), Services: svcInf.Lister(), ReplicaSets: rsInf.Lister()}
+	pvcInf, pvInf := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().PersistentVolumes()
+	scInf := factory.Storage().V1().StorageClasses()
+	listers := &Listers{Namespaces: nsInf.Lister(), Services: svcInf.Lister(), ReplicaSets: rsInf.Lister(),
+		Volumes: VolumeListers{Claims: pvcInf.Lister(), Volumes: pvInf.Lister(), Classes: scInf.Lister()}}
 	s := &Scheduler{
 		cfg:         cfg,
 		client:      cfg.Client,
@@ -100,8 +103,19 @@ func New(cfg Config) (*Scheduler, error) {
 		broadcaster: broadcaster,
 		recorder:    broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: cfg.SchedulerName}),
 	}
-	for _, inf := range []cache.SharedIndexInformer{podInf.Informer(), nodeInf.Informer(), nsInf.Informer(), svcInf.Informer(), rsInf.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{podInf.Informer(), nodeInf.Informer(), nsInf.Informer(), svcInf.Informer(), rsInf.Informer(),
+		pvcInf.Informer(), pvInf.Informer(), scInf.Informer()} {
 		s.synced = append(s.synced, inf.HasSynced)
+	}
+	// A claim bound or created, a volume or a class added may let a pod
+	// whose claims kept it out fit now.
+	for event, inf := range map[string]cache.SharedIndexInformer{"PvcChange": pvcInf.Informer(), "PvChange": pvInf.Informer(), "StorageClassAdd": scInf.Informer()} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { s.moveAll(event) },
+			UpdateFunc: func(_, _ any) { s.moveAll(event) },
+		}); err != nil {
+			return nil, fmt.Errorf("scheduler: %s handler: %w", event, err)
+		}
 	}
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.onPod(nil, obj.(*v1.Pod)) },

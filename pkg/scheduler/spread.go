@@ -37,6 +37,8 @@ type Listers struct {
 	ReplicationControllers corelisters.ReplicationControllerLister
 	ReplicaSets            appslisters.ReplicaSetLister
 	StatefulSets           appslisters.StatefulSetLister
+	// Volumes are the claims, volumes and classes VolumeBinding reads.
+	Volumes VolumeListers
 }
 
 var (

@@ -277,6 +277,8 @@ func (c *cluster) teardown() {
 			_ = c.client.BatchV1().Jobs(ns.Name).DeleteCollection(ctx, bg, all)
 			_ = c.client.AppsV1().Deployments(ns.Name).DeleteCollection(ctx, bg, all)
 			_ = c.client.AppsV1().ReplicaSets(ns.Name).DeleteCollection(ctx, bg, all)
+			_ = c.client.AppsV1().DaemonSets(ns.Name).DeleteCollection(ctx, bg, all)
+			_ = c.client.AppsV1().StatefulSets(ns.Name).DeleteCollection(ctx, bg, all)
 		}
 		for _, ns := range nss.Items {
 			_ = c.client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(1))}, all)

@@ -127,6 +127,17 @@ var kubectlExampleChecks = map[string]func(t *testing.T, c *cluster){
 			t.Fatalf("cronjob tick: %v %+v", err, cj)
 		}
 	},
+	"daemonset.yaml": func(t *testing.T, c *cluster) {
+		ds, err := c.client.AppsV1().DaemonSets("demo").Get(ctxT(t), "node-agent", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctr, ru := ds.Spec.Template.Spec.Containers, ds.Spec.UpdateStrategy.RollingUpdate
+		if len(ctr) != 1 || ctr[0].Image != "busybox:latest" || ctr[0].Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" ||
+			ru == nil || ru.MaxUnavailable.IntValue() != 1 || ru.MaxSurge.IntValue() != 0 || ds.Spec.Selector.MatchLabels["app"] != "node-agent" {
+			t.Fatalf("daemonset node-agent: %+v", ds.Spec)
+		}
+	},
 	"deployment.yaml": func(t *testing.T, c *cluster) {
 		d, err := c.client.AppsV1().Deployments("demo").Get(ctxT(t), "web", metav1.GetOptions{})
 		if err != nil {
@@ -787,7 +798,7 @@ func TestKubectlDiscovery(t *testing.T) {
 			t.Errorf("api-resources row %v, want %v", got, want)
 		}
 	}
-	if got := outputLines(k.ok(t, "api-resources", "--api-group=apps", "-o", "name")); !slices.Equal(got, []string{"deployments.apps", "replicasets.apps"}) {
+	if got := outputLines(k.ok(t, "api-resources", "--api-group=apps", "-o", "name")); !slices.Equal(got, []string{"controllerrevisions.apps", "daemonsets.apps", "deployments.apps", "replicasets.apps", "statefulsets.apps"}) {
 		t.Errorf("api-resources --api-group=apps: %q", got)
 	}
 	if got := outputLines(k.ok(t, "api-resources", "--namespaced=false", "-o", "name")); !slices.Contains(got, "namespaces") || slices.Contains(got, "pods") {

@@ -148,6 +148,9 @@ func Create(ctx context.Context, client appsclient.ControllerRevisionsGetter, pa
 	}
 	for {
 		r := New(parent, gvk, revision.Labels, revision.Data, revision.Revision, collisionCount)
+		// Annotations (the parent's kubernetes.io/change-cause, which
+		// `kubectl rollout history` shows) are the caller's to set.
+		r.Annotations = revision.Annotations
 		created, err := client.ControllerRevisions(parent.GetNamespace()).Create(ctx, r, metav1.CreateOptions{})
 		if err == nil {
 			return created, nil

@@ -25,12 +25,13 @@
 // the controller first saw it tainted, unless the taint went away first.
 // The apiserver gives every pod 300s tolerations for not-ready and
 // unreachable. A deleted pod on a dead node stays Terminating until its
-// kubelet returns (or the node is deleted): only the kubelet knows when
-// its containers have stopped.
+// kubelet returns (or the node is deleted, and the pod GC removes it):
+// only the kubelet knows when its containers have stopped.
 //
 // Not done here, unlike Kubernetes: zone disruption modes and eviction
 // rate limits (a partitioned cluster evicts everything at the same
-// pace), and deleting pods bound to nodes that no longer exist (pod GC).
+// pace). Pods bound to nodes that no longer exist are pkg/controller/podgc's,
+// as in Kubernetes.
 //
 // It reads Nodes, Leases and Pods through informers and writes node
 // status (conditions), node taints, pod status (Ready), pod deletions

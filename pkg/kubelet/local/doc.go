@@ -47,8 +47,16 @@
 // symlink swapped atomically, and one symlink per visible file, so that a
 // container sees an update all at once.
 //
+// A persistentVolumeClaim volume mounts its bound hostPath or local
+// volume. Until the claim is Bound (or while it is being deleted) the pod
+// stays Pending with a FailedMount event saying so. The directory of a
+// local volume made by the minik8s.io/local-path provisioner is created
+// here on first mount (the control plane cannot reach this disk); the
+// node's reaper (pkg/kubelet/localpath) removes it.
+//
 // The package owns the pod workers, the files above and the pods' CNI
 // attachments. It does not touch the pods' API objects (the kubelet writes
-// status and deletes them) and reads ConfigMaps, Secrets and Services only
-// to build volumes and environment, which kubelet/podenv resolves.
+// status and deletes them) and reads ConfigMaps, Secrets, Services, claims
+// and volumes only to build volumes and environment, which kubelet/podenv
+// resolves.
 package local

@@ -95,6 +95,12 @@ func (p *Provider) ConfigureNode(ctx context.Context, node *corev1.Node) {
 	p.node.mu.Unlock()
 	node.Status.Capacity = capacity
 	node.Status.Allocatable = allocatable
+	if p.cfg.LocalPathRoot != "" {
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		node.Annotations[annLocalPathRoot] = p.cfg.LocalPathRoot
+	}
 	node.Status.Addresses = []corev1.NodeAddress{
 		{Type: corev1.NodeInternalIP, Address: p.cfg.NodeIP},
 		{Type: corev1.NodeHostName, Address: p.cfg.NodeName},

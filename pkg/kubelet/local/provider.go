@@ -49,6 +49,10 @@ type Config struct {
 	Client kubernetes.Interface
 	// RootDir holds volumes, pod files and logs. Default /var/lib/minik8s/kubelet.
 	RootDir string
+	// LocalPathRoot, when set, is where this node's local-path volumes
+	// live; the Node is registered with it (minik8s.io/local-path-root),
+	// so the provisioner never sees the node without it.
+	LocalPathRoot string
 	// ClusterDNS are the cluster's DNS servers for dnsPolicy ClusterFirst;
 	// empty: pods get the host's resolv.conf. ClusterDomain defaults to
 	// cluster.local.

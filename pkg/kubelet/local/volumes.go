@@ -139,7 +139,14 @@ func (p *Provider) claimPath(ctx context.Context, pod *corev1.Pod, claim string)
 	if err != nil {
 		return "", fmt.Errorf("persistentvolumeclaim %q: %w", claim, err)
 	}
+	if pvc.DeletionTimestamp != nil {
+		// As Kubernetes' kubelet: a claim on its way out is not mounted
+		// anew (its protection holds it only for pods already using it).
+		return "", fmt.Errorf("persistentvolumeclaim %q is being deleted", claim)
+	}
 	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
+		// The pod waits (Pending, with this as a FailedMount event) for
+		// the binder or the provisioner; the next sync looks again.
 		return "", fmt.Errorf("persistentvolumeclaim %q is not bound", claim)
 	}
 	pv, err := p.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metaGet)
@@ -150,10 +157,45 @@ func (p *Provider) claimPath(ctx context.Context, pod *corev1.Pod, claim string)
 	case pv.Spec.HostPath != nil:
 		return pv.Spec.HostPath.Path, checkHostPath(pv.Spec.HostPath)
 	case pv.Spec.Local != nil:
-		return pv.Spec.Local.Path, nil
+		return pv.Spec.Local.Path, checkLocal(pv)
 	}
 	return "", fmt.Errorf("persistentvolume %q: only hostPath and local volumes can be mounted on this node", pv.Name)
 }
+
+// checkLocal makes sure a local volume's directory is there. The
+// local-path provisioner only names it (the control plane cannot reach
+// this disk): it is made here, on first mount, open to every user as
+// rancher's provisioner makes it, so that pods running as non-root can
+// write. A local volume an administrator made must exist already, as in
+// Kubernetes.
+func checkLocal(pv *corev1.PersistentVolume) error {
+	path := pv.Spec.Local.Path
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && !info.IsDir():
+		return fmt.Errorf("local volume %q: %s is not a directory", pv.Name, path)
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("local volume %q: %w", pv.Name, err)
+	case pv.Annotations[annProvisionedBy] != localPathProvisioner:
+		return fmt.Errorf("local volume %q: path %s does not exist", pv.Name, path)
+	}
+	if err := os.MkdirAll(path, 0o777); err != nil {
+		return fmt.Errorf("local volume %q: %w", pv.Name, err)
+	}
+	// MkdirAll's mode is cut by the umask.
+	return os.Chmod(path, 0o777)
+}
+
+// annProvisionedBy names a PV's provisioner; localPathProvisioner is
+// minik8s' own (pkg/controller/volume/localpath), and annLocalPathRoot
+// the Node annotation it reads a node's root from.
+const (
+	annProvisionedBy     = "pv.kubernetes.io/provisioned-by"
+	localPathProvisioner = "minik8s.io/local-path"
+	annLocalPathRoot     = "minik8s.io/local-path-root"
+)
 
 // checkHostPath checks a hostPath against its type, creating what the
 // ...OrCreate types ask for.

@@ -383,3 +383,75 @@ func TestTerminationMessage(t *testing.T) {
 		t.Errorf("fallback message %q", got)
 	}
 }
+
+// A claim mounts once Bound: a local-path volume's directory is made on
+// first mount, readOnly on the claim makes the mount read-only, and until
+// the claim is Bound (or while it is being deleted) the error says why.
+func TestPersistentVolumeClaims(t *testing.T) {
+	root := t.TempDir()
+	localDir := filepath.Join(root, "local-path", "default_data_pvc-1")
+	staticDir := filepath.Join(root, "missing")
+	pv := func(name, path string, provisioned bool) *corev1.PersistentVolume {
+		v := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}}}}
+		if provisioned {
+			v.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "minik8s.io/local-path"}
+		}
+		return v
+	}
+	claim := func(name, volume string, phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+	}
+	deleting := claim("deleting", "pvc-1", corev1.ClaimBound)
+	deleting.DeletionTimestamp = &metav1.Time{Time: epoch}
+	deleting.Finalizers = []string{"kubernetes.io/pvc-protection"}
+	e := newTestEnv(t,
+		pv("pvc-1", localDir, true), pv("static", staticDir, false),
+		claim("data", "pvc-1", corev1.ClaimBound), claim("pending", "", corev1.ClaimPending),
+		claim("static", "static", corev1.ClaimBound), deleting)
+	vol := func(name, claimName string, readOnly bool) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName, ReadOnly: readOnly}}}
+	}
+	pod := testPod("user", "c")
+	pod.Spec.Volumes = []corev1.Volume{vol("data", "data", false), vol("ro", "data", true)}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
+		{Name: "data", MountPath: "/data", SubPath: "sub"},
+		{Name: "ro", MountPath: "/ro"},
+	}
+	if err := e.p.setupVolumes(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(localDir); err != nil || info.Mode().Perm() != 0o777 {
+		t.Fatalf("local-path directory: %v %v, want made 0777", info, err)
+	}
+	mounts, err := e.p.containerMounts(context.Background(), pod, &pod.Spec.Containers[0], 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"/data": filepath.Join(localDir, "sub"), "/ro": localDir + " ro"}
+	for _, m := range mounts {
+		if w, ok := want[m.ContainerPath]; ok {
+			if got := m.HostPath + map[bool]string{true: " ro"}[m.ReadOnly]; got != w {
+				t.Errorf("mount %s = %s, want %s", m.ContainerPath, got, w)
+			}
+			delete(want, m.ContainerPath)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("mounts missing: %v", want)
+	}
+
+	for _, tc := range []struct{ claim, want string }{
+		{"pending", `volume "v": persistentvolumeclaim "pending" is not bound`},
+		{"absent", `volume "v": persistentvolumeclaim "absent": persistentvolumeclaims "absent" not found`},
+		{"deleting", `volume "v": persistentvolumeclaim "deleting" is being deleted`},
+		{"static", `volume "v": local volume "static": path ` + staticDir + ` does not exist`},
+	} {
+		bad := pod.DeepCopy()
+		bad.Spec.Volumes = []corev1.Volume{vol("v", tc.claim, false)}
+		if err := e.p.setupVolumes(context.Background(), bad); err == nil || err.Error() != tc.want {
+			t.Errorf("claim %s: err = %v, want %q", tc.claim, err, tc.want)
+		}
+	}
+}

@@ -15,9 +15,9 @@ func Builtin() []*registry.Resource {
 	return []*registry.Resource{
 		namespaces(), nodes(), pods(), services(), endpoints(), configMaps(), secrets(), events(),
 		serviceAccounts(), persistentVolumes(), persistentVolumeClaims(),
-		deployments(), replicaSets(), jobs(), cronJobs(), horizontalPodAutoscalers(),
+		deployments(), replicaSets(), daemonSets(), jobs(), cronJobs(), horizontalPodAutoscalers(),
 		endpointSlices(), leases(), storageClasses(), ingresses(), certificateSigningRequests(),
-		controllerRevisions(),
+		controllerRevisions(), statefulSets(),
 	}
 }
 

@@ -69,10 +69,7 @@ func objMeta(name string) metav1.ObjectMeta {
 }
 
 // unservedPrinters are the printers of kinds minik8s does not serve yet.
-var unservedPrinters = map[schema.GroupKind]printers.Printer{
-	{Group: "apps", Kind: "DaemonSet"}:   printers.DaemonSet,
-	{Group: "apps", Kind: "StatefulSet"}: printers.StatefulSet,
-}
+var unservedPrinters = map[schema.GroupKind]printers.Printer{}
 
 // printerOf is the printer of the resource serving gk (or of a kind not
 // served yet).

@@ -2,13 +2,16 @@ package kinds
 
 import (
 	"path"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storageutil "k8s.io/kubectl/pkg/util/storage"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -29,7 +32,26 @@ func persistentVolumes() *registry.Resource {
 		Validate:       validator(validatePersistentVolume),
 		ValidateUpdate: updateValidator(validatePersistentVolumeUpdate),
 		Printer:        persistentVolumePrinter,
+		// Kubernetes' StorageObjectInUseProtection admission: deleting a
+		// volume waits until it is no longer Bound
+		// (pkg/controller/volume/protection).
+		PrepareForCreate: func(obj runtime.Object) { addFinalizer(obj, pvProtectionFinalizer) },
 	}
+}
+
+// The storage object in use protection finalizers.
+const (
+	pvProtectionFinalizer  = "kubernetes.io/pv-protection"
+	pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
+)
+
+// addFinalizer adds f to obj's finalizers unless it is there.
+func addFinalizer(obj runtime.Object, f string) {
+	m, err := meta.Accessor(obj)
+	if err != nil || slices.Contains(m.GetFinalizers(), f) {
+		return
+	}
+	m.SetFinalizers(append(m.GetFinalizers(), f))
 }
 
 // Defaults.

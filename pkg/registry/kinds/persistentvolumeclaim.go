@@ -1,14 +1,20 @@
 package kinds
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	storageutil "k8s.io/kubectl/pkg/util/storage"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -16,6 +22,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/registry/defaults"
 	"github.com/minik8s/minik8s/pkg/registry/printers"
 	"github.com/minik8s/minik8s/pkg/registry/validation"
+	"github.com/minik8s/minik8s/pkg/storage"
 )
 
 // PersistentVolumeClaims: a claim's spec is fixed but for storage growth and its first binding.
@@ -28,7 +35,76 @@ func persistentVolumeClaims() *registry.Resource {
 		Validate:       validator(validatePersistentVolumeClaim),
 		ValidateUpdate: updateValidator(validatePersistentVolumeClaimUpdate),
 		Printer:        persistentVolumeClaimPrinter,
+		// Kubernetes' StorageObjectInUseProtection admission: deleting a
+		// claim waits until no pod uses it (pkg/controller/volume/protection).
+		PrepareForCreate: func(obj runtime.Object) { addFinalizer(obj, pvcProtectionFinalizer) },
+		NewWriteHook:     newDefaultClassAdmission,
 	}
+}
+
+// Admission.
+
+// The annotations that make a StorageClass the default.
+const (
+	isDefaultClassAnnotation     = "storageclass.kubernetes.io/is-default-class"
+	betaIsDefaultClassAnnotation = "storageclass.beta.kubernetes.io/is-default-class"
+)
+
+// defaultClassAdmission is Kubernetes' DefaultStorageClass admission: a
+// claim created without spec.storageClassName gets the default class (the
+// newest of them when several are marked). An explicit "" asks for no
+// class and is kept. It runs as the claims' write hook because that is
+// the step of a create that may read other objects; a dry-run create,
+// which skips the hooks, shows the claim without the class.
+type defaultClassAdmission struct{ store storage.Store }
+
+func newDefaultClassAdmission(cfg registry.HookConfig) (registry.WriteHook, error) {
+	return &defaultClassAdmission{store: cfg.Store}, nil
+}
+
+func (d *defaultClassAdmission) Before(ctx context.Context, obj, old runtime.Object) (func(), error) {
+	undo := func() {}
+	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+	if !ok || old != nil || pvc.Spec.StorageClassName != nil {
+		return undo, nil
+	}
+	name, err := d.defaultClass(ctx)
+	if err != nil {
+		return undo, apierrors.NewInternalError(fmt.Errorf("find the default storage class: %w", err))
+	}
+	if name != "" {
+		pvc.Spec.StorageClassName = &name
+	}
+	return undo, nil
+}
+
+func (d *defaultClassAdmission) After(context.Context, runtime.Object, runtime.Object) {}
+
+// defaultClass is the name of the newest StorageClass marked default (by
+// name among equals), or "".
+func (d *defaultClassAdmission) defaultClass(ctx context.Context) (string, error) {
+	list, err := d.store.List(ctx, "/registry/storageclasses/", storage.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	var best *storagev1.StorageClass
+	for _, kv := range list.KVs {
+		var sc storagev1.StorageClass
+		if err := json.Unmarshal(kv.Value, &sc); err != nil {
+			return "", fmt.Errorf("decode %s: %w", kv.Key, err)
+		}
+		if sc.Annotations[isDefaultClassAnnotation] != "true" && sc.Annotations[betaIsDefaultClassAnnotation] != "true" {
+			continue
+		}
+		if best == nil || sc.CreationTimestamp.After(best.CreationTimestamp.Time) ||
+			(sc.CreationTimestamp.Equal(&best.CreationTimestamp) && sc.Name < best.Name) {
+			best = &sc
+		}
+	}
+	if best == nil {
+		return "", nil
+	}
+	return best.Name, nil
 }
 
 // Validation.

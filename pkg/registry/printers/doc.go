@@ -1,9 +1,8 @@
 // Package printers holds what the server-side tables of every kind share:
 // the Printer type, Typed (a printer over one Go type, which also reads
 // unstructured objects), the column and cell helpers (NameColumn, Age,
-// TemplateColumns, ...), Default for kinds without a printer, and the
-// printers of kinds minik8s does not serve yet (DaemonSet, StatefulSet). A
-// kind's own printer lives in its file in pkg/registry/kinds.
+// TemplateColumns, ...) and Default for kinds without a printer. A kind's
+// own printer lives in its file in pkg/registry/kinds.
 //
 // The apiserver answers requests that accept
 // "application/json;as=Table;g=meta.k8s.io;v=v1" with a metav1.Table. The

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,16 +15,10 @@ var now = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 // registry holds the printers this package defines for kinds
 // pkg/registry/kinds does not serve yet; the served kinds' printers are
 // tested with their kinds.
-var registry = map[schema.GroupKind]Printer{
-	{Group: "apps", Kind: "DaemonSet"}:   DaemonSet,
-	{Group: "apps", Kind: "StatefulSet"}: StatefulSet,
-}
+var registry = map[schema.GroupKind]Printer{}
 
 // zeroObjects holds an empty object of every kind with a printer.
-var zeroObjects = map[schema.GroupKind]runtime.Object{
-	{Group: "apps", Kind: "DaemonSet"}:   &appsv1.DaemonSet{},
-	{Group: "apps", Kind: "StatefulSet"}: &appsv1.StatefulSet{},
-}
+var zeroObjects = map[schema.GroupKind]runtime.Object{}
 
 // TestColumnDefinitions checks every printer's columns are well formed and
 // that it renders exactly one cell per column even for an empty object.

@@ -1,0 +1,24 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/minik8s/minik8s/pkg/controller/volume/localpath"
+)
+
+// ensureDefaultStorageClass creates the default StorageClass local-path
+// when it does not exist, as an addon manager's EnsureExists would: a
+// class the administrator changed or re-created is left as it is, and one
+// deleted comes back at the next start.
+func ensureDefaultStorageClass(ctx context.Context, client kubernetes.Interface) error {
+	_, err := client.StorageV1().StorageClasses().Create(ctx, localpath.DefaultClass(), metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create the default storage class: %w", err)
+	}
+	return nil
+}
