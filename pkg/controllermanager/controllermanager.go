@@ -81,6 +81,9 @@ type Options struct {
 	// NodeMonitorGracePeriod is how long a node may go without renewing its
 	// Lease before it is NotReady (default 40s).
 	NodeMonitorGracePeriod time.Duration
+	// PodGCQuarantine is how long a deleted node stays missing before its
+	// pods are deleted (default 40s).
+	PodGCQuarantine time.Duration
 }
 
 // A controller's start function runs it until ctx ends.
@@ -138,8 +141,8 @@ var controllers = []struct {
 	{"garbagecollector", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(garbagecollector.New(kc, garbagecollector.Config{}))
 	}},
-	{"podgc", func(kc *kit.Context, _ *Config) (startFunc, error) {
-		return startOf(podgc.New(kc, podgc.Config{}))
+	{"podgc", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+		return startOf(podgc.New(kc, podgc.Config{Quarantine: cfg.PodGCQuarantine}))
 	}},
 	{"nodelifecycle", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		return startOf(nodelifecycle.New(kc, nodelifecycle.Config{NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod}))

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/minik8s/minik8s/pkg/controlplane"
 	"github.com/minik8s/minik8s/pkg/kubelet"
 	"github.com/minik8s/minik8s/pkg/kubelet/simulated"
 )
@@ -205,7 +206,9 @@ func dsWaitOn(t *testing.T, c *cluster, name, image string, nodes ...string) map
 }
 
 func TestDaemonSetRunsOnePodPerNode(t *testing.T) {
-	c := startCluster(t)
+	// A deleted node's pods are collected after a quarantine (40s by
+	// default, in case the node registers again); 1s here.
+	c := startClusterWith(t, func(cfg *controlplane.Config) { cfg.Controllers.PodGCQuarantine = time.Second })
 	nodes := dsStartNodes(t, c, "ds-a", "ds-b")
 
 	dsCreate(t, c, dsNew("agent", "busybox"))

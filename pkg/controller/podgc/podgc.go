@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,11 @@ import (
 // gcCheckPeriod.
 const DefaultPeriod = 20 * time.Second
 
+// DefaultQuarantine is how long a node must be missing before its pods
+// are collected, as Kubernetes' quarantineTime: a node object deleted and
+// created again (an agent re-registering) keeps its pods.
+const DefaultQuarantine = 40 * time.Second
+
 // Reason is the DisruptionTarget condition's reason on a collected pod.
 const Reason = "DeletionByPodGC"
 
@@ -31,24 +37,33 @@ const Reason = "DeletionByPodGC"
 type Config struct {
 	// Period between sweeps over every pod (default 20s).
 	Period time.Duration
+	// Quarantine is how long a pod's node must be missing before the pod
+	// is collected (default 40s).
+	Quarantine time.Duration
 }
 
 // Controller deletes pods that no kubelet will finish.
 type Controller struct {
 	kit.Base
-	pods   corelisters.PodLister
-	nodes  corelisters.NodeLister
-	period time.Duration
+	pods       corelisters.PodLister
+	nodes      corelisters.NodeLister
+	period     time.Duration
+	quarantine time.Duration
+
+	mu sync.Mutex
+	// missing is when each node was first seen missing from the cache.
+	missing map[string]time.Time
 }
 
 // New wires the collector to kc's Pod and Node informers.
 func New(kc *kit.Context, cfg Config) (*Controller, error) {
-	if cfg.Period < 0 {
-		return nil, fmt.Errorf("podgc: period (%v) must not be negative", cfg.Period)
+	if cfg.Period < 0 || cfg.Quarantine < 0 {
+		return nil, fmt.Errorf("podgc: period (%v) and quarantine (%v) must not be negative", cfg.Period, cfg.Quarantine)
 	}
 	podInf, nodeInf := kc.Factory.Core().V1().Pods(), kc.Factory.Core().V1().Nodes()
 	b := kc.NewBase("podgc", "pod", 1, "")
-	c := &Controller{Base: b, pods: podInf.Lister(), nodes: nodeInf.Lister(), period: cmp.Or(cfg.Period, DefaultPeriod)}
+	c := &Controller{Base: b, pods: podInf.Lister(), nodes: nodeInf.Lister(), period: cmp.Or(cfg.Period, DefaultPeriod),
+		quarantine: cmp.Or(cfg.Quarantine, DefaultQuarantine), missing: map[string]time.Time{}}
 	b.Loop.Reconcile = c.Reconcile
 	b.Loop.Also = append(b.Loop.Also, c.sweep)
 	onPod := func(obj any) {
@@ -123,12 +138,18 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return c.forceDelete(ctx, pod)
 	}
 	if _, err := c.nodes.Get(pod.Spec.NodeName); !apierrors.IsNotFound(err) {
+		c.forget(pod.Spec.NodeName)
 		return err
+	}
+	if wait := c.quarantined(pod.Spec.NodeName); wait > 0 {
+		c.Queue.AddAfter(key, wait)
+		return nil
 	}
 	// The cache may not have seen a node that just joined: only the API
 	// says it is gone.
 	_, err = c.Client.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
+		c.forget(pod.Spec.NodeName)
 		return err
 	}
 	c.Log.Info("deleting orphaned pod", "pod", key, "node", pod.Spec.NodeName)
@@ -138,6 +159,26 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		}
 	}
 	return c.forceDelete(ctx, pod)
+}
+
+// quarantined is how much longer node must stay missing before its pods
+// are collected; the first call for a node starts its quarantine.
+func (c *Controller) quarantined(node string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.Clock.Now()
+	since, ok := c.missing[node]
+	if !ok {
+		c.missing[node], since = now, now
+	}
+	return c.quarantine - now.Sub(since)
+}
+
+// forget ends node's quarantine: it exists.
+func (c *Controller) forget(node string) {
+	c.mu.Lock()
+	delete(c.missing, node)
+	c.mu.Unlock()
 }
 
 // markFailed records why the pod ends, as Kubernetes does, so that its

@@ -62,7 +62,8 @@ func TestReconcile(t *testing.T) {
 				return false, nil, nil
 			})
 			factory := informers.NewSharedInformerFactory(client, 0)
-			kc := &kit.Context{Client: client, Factory: factory, Clock: clocktesting.NewFakeClock(time.Now()), Logger: slog.New(slog.DiscardHandler)}
+			clock := clocktesting.NewFakeClock(time.Now())
+			kc := &kit.Context{Client: client, Factory: factory, Clock: clock, Logger: slog.New(slog.DiscardHandler)}
 			c, err := New(kc, Config{})
 			if err != nil {
 				t.Fatal(err)
@@ -77,6 +78,17 @@ func TestReconcile(t *testing.T) {
 			}
 			if err := c.Reconcile(context.Background(), "ns/p"); err != nil {
 				t.Fatal(err)
+			}
+			if tc.pod.Spec.NodeName != "" {
+				// A missing node's pods wait out the quarantine: the node
+				// may be registering again.
+				if _, err := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{}); err != nil || failed {
+					t.Fatalf("pod collected before the quarantine ended: %v, failed %v", err, failed)
+				}
+				clock.Step(DefaultQuarantine)
+				if err := c.Reconcile(context.Background(), "ns/p"); err != nil {
+					t.Fatal(err)
+				}
 			}
 			_, err = client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
 			if gone := apierrors.IsNotFound(err); gone != tc.gone {
