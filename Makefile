@@ -47,12 +47,13 @@ verify: ## gofmt and go vet
 	@out=$$(gofmt -l cmd pkg test 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-bench: build ## API throughput vs raw etcd, scheduler throughput at 100/1000 nodes, pod startup vs bare containerd, function cold start/warm/requests/s/scale-up, workflow overhead per Pass/Task state and runs/s, proxy sync of 1000 Services x 10 endpoints (root; prints figures)
+bench: build ## API throughput vs raw etcd, scheduler throughput at 100/1000 nodes, pod startup vs bare containerd, function cold start/warm/requests/s/scale-up, workflow overhead per Pass/Task state and runs/s, storage MB/s and file ops/s per volume type vs the node disk, proxy sync of 1000 Services x 10 endpoints (root; prints figures)
 	$(BIN)/minik8s bench api
 	$(BIN)/minik8s bench scheduler
 	$(BIN)/minik8s bench pods
 	$(BIN)/minik8s bench functions --cold 5 --cold-pull 2 --warm 200 --duration 5s
 	$(BIN)/minik8s bench workflows --runs 30 --duration 10s
+	$(BIN)/minik8s bench storage
 	$(GO) test -run '^$$' -bench 'Sync.*1000x10$$' -benchtime 5x ./pkg/proxy/
 
 clean: ## remove build outputs

@@ -4,7 +4,9 @@
 // functions' cold and warm latency (`minik8s bench functions`) and the
 // workflow engine's cost per state transition and runs/s (`minik8s bench
 // workflows`: 20 Pass states, 20 warm Task states against the function
-// called alone, and a 3-state workflow at 20 clients).
+// called alone, and a 3-state workflow at 20 clients), and what each
+// volume type costs in sequential throughput and small-file operations
+// against the node's disk (`minik8s bench storage`).
 //
 // It is a benchmark, not a test: Run and RunPods print figures and never
 // judge them.
@@ -64,4 +66,40 @@
 // the pods' percentiles over the bare start's. Everything is removed at the
 // end: pods (through the kubelet), node, control plane, network namespace,
 // the containerd namespace and its cgroup.
+//
+// # Storage
+//
+// RunStorage (as root) starts the same control plane and node as RunPods,
+// with the node's root dir in a directory of the caller's choice (the
+// temporary directory by default): its filesystem is the one measured, and
+// the report names it from the mount table. One busybox script runs in
+// each place, --runs times: straight on the host in a directory of the
+// node's root dir, next to where local-path puts volumes (the node's disk,
+// the baseline), then in a pod on each volume type of storageVolumes, a
+// table with one row per type saying how to build the pod's volume and the
+// PersistentVolume and claim it needs: an emptyDir, a static hostPath
+// PersistentVolume (Retain) with its claim, and a claim of the default
+// class local-path (WaitForFirstConsumer, Delete). A shared network
+// filesystem is one more row. The pods run the busybox image, which is
+// built from the host's static busybox, so the script, its shell and dd are
+// the same binary in each place. Each run
+//
+//   - writes --size-mib MiB (256 by default) from /dev/zero with dd, 1 MiB
+//     blocks, synced before dd ends (conv=fsync);
+//   - reads them back with dd, 1 MiB blocks, with O_DIRECT (iflag=direct)
+//     so from the disk, where the filesystem takes it; elsewhere through
+//     the page cache, which the report marks;
+//   - creates --files files of 4 KiB (2000 by default) with the shell's
+//     echo, stats them (one find) and removes them (one rm -r): three
+//     operations a file, none synced.
+//
+// busybox ts stamps each step's end with the seconds since the script
+// began (gettimeofday, microseconds); the pods' stamps come back in their
+// termination message, which is why --runs is at most 30. The report gives,
+// for each place, the medians of the runs' write MB/s, read MB/s (MB is
+// 10^6 bytes) and small-file ops/s, and each over the node disk's. After
+// each volume type its pod, claim and volume are deleted and the volume's
+// directory is checked gone (the node's local-path reaper removes a
+// provisioned one; the benchmark the hostPath one); at the end, the node,
+// the control plane, the network namespace and the node's root dir.
 package bench

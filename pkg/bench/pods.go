@@ -127,7 +127,7 @@ func RunPods(ctx context.Context, cfg PodsConfig, w io.Writer) (err error) {
 	}
 	report.Rows = append(report.Rows, bare...)
 
-	c, err := startPodCluster(ctx, e.address, e.id, e.log)
+	c, err := startPodCluster(ctx, e.address, e.id, "", e.log)
 	if err != nil {
 		return err
 	}

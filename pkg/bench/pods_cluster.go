@@ -66,8 +66,9 @@ func randomID() (string, error) {
 }
 
 // startPodCluster starts the control plane, then the node, and returns
-// once the node is Ready with a pod CIDR.
-func startPodCluster(ctx context.Context, containerdAddress, id string, log *slog.Logger) (_ *podCluster, err error) {
+// once the node is Ready with a pod CIDR. The node's root dir is made in
+// nodeDirParent (default: the temporary directory).
+func startPodCluster(ctx context.Context, containerdAddress, id, nodeDirParent string, log *slog.Logger) (_ *podCluster, err error) {
 	c := &podCluster{nodeName: "bench-" + id, netnsName: "mk8s-bench-" + id, tracker: newPodTracker()}
 	defer func() {
 		if err != nil {
@@ -79,7 +80,7 @@ func startPodCluster(ctx context.Context, containerdAddress, id string, log *slo
 	if c.dataDir, err = os.MkdirTemp("", "minik8s-bench-pods-cp-"); err != nil {
 		return c, err
 	}
-	if c.rootDir, err = os.MkdirTemp("", "minik8s-bench-pods-node-"); err != nil {
+	if c.rootDir, err = os.MkdirTemp(nodeDirParent, "minik8s-bench-node-"); err != nil {
 		return c, err
 	}
 	cp, stop, err := controlplane.Start(ctx, controlplane.Config{

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 func benchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Measure a running or in-process cluster"}
-	cmd.AddCommand(benchAPICommand(), benchSchedulerCommand(), benchPodsCommand(), benchFunctionsCommand(), benchWorkflowsCommand())
+	cmd.AddCommand(benchAPICommand(), benchSchedulerCommand(), benchPodsCommand(), benchFunctionsCommand(), benchWorkflowsCommand(), benchStorageCommand())
 	return cmd
 }
 
@@ -232,6 +233,64 @@ A benchmark: it prints figures, it does not judge them.`,
 	fl.IntVar(&f.concurrency, "concurrency", bench.DefaultWorkflowsConcurrency, "clients of the runs/s phase")
 	fl.DurationVar(&f.duration, "duration", bench.DefaultWorkflowsDuration, "duration of the runs/s phase")
 	fl.StringVar(&f.containerd, "containerd", daemon.DefaultAddress, "containerd socket (one is started when none answers)")
+	fl.BoolVar(&f.json, "json", false, "write the report as JSON")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
+	return cmd
+}
+
+type benchStorageFlags struct {
+	sizeMiB    int
+	files      int
+	runs       int
+	dir        string
+	containerd string
+	podTimeout time.Duration
+	json       bool
+	quiet      bool
+}
+
+func benchStorageCommand() *cobra.Command {
+	f := &benchStorageFlags{}
+	cmd := &cobra.Command{
+		Use:   "storage",
+		Short: "Sequential write/read MB/s and small-file ops/s in a pod on each volume type, against the node's disk (as root)",
+		Long: `Starts a control plane in-process and one node in a network namespace of its
+own on this machine's containerd, its root dir in --dir, then runs the same
+busybox script (this machine's static busybox, which the pods' busybox image is
+built from) --runs times in each place:
+  - on the node's disk, straight from the host, in a directory of the node's
+    root dir, next to where local-path puts volumes;
+  - in a pod, on an emptyDir;
+  - in a pod, on a static hostPath PersistentVolume (Retain) and its claim;
+  - in a pod, on a claim of the default StorageClass local-path
+    (provisioned on the node when the pod is scheduled, deleted with the claim).
+Each run writes --size-mib MiB (dd bs=1M conv=fsync), reads them back (dd bs=1M
+with O_DIRECT, where the filesystem has it, else through the page cache), and
+creates, stats and removes --files files of 4 KiB (3 operations a file).
+Prints, for each place, the medians of write MB/s, read MB/s and small-file
+ops/s, and each as a ratio to the node's disk.
+Everything it creates is removed at the end: pods, claims, volumes and their
+directories, node, control plane, network namespace. Needs root.
+A benchmark: it prints figures, it does not judge them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := bench.StorageConfig{
+				SizeMiB: f.sizeMiB, Files: f.files, Runs: f.runs, Dir: f.dir,
+				ContainerdAddress: f.containerd, PodTimeout: f.podTimeout, JSON: f.json,
+			}
+			if !f.quiet {
+				cfg.Progress = os.Stderr
+			}
+			return bench.RunStorage(cmd.Context(), cfg, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.sizeMiB, "size-mib", bench.DefaultStorageSizeMiB, "MiB written and read back sequentially in each run")
+	fl.IntVar(&f.files, "files", bench.DefaultStorageFiles, "small files (4 KiB) created, stat'ed and removed in each run")
+	fl.IntVar(&f.runs, "runs", bench.DefaultStorageRuns, fmt.Sprintf("runs in each place; the report gives the median (at most %d)", bench.MaxStorageRuns))
+	fl.StringVar(&f.dir, "dir", os.TempDir(), "where the node's root dir is made: its filesystem is the one measured")
+	fl.StringVar(&f.containerd, "containerd", daemon.DefaultAddress, "containerd socket (one is started when none answers)")
+	fl.DurationVar(&f.podTimeout, "pod-timeout", bench.DefaultStoragePodTimeout, "how long each pod may take, from its creation to its end")
 	fl.BoolVar(&f.json, "json", false, "write the report as JSON")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
