@@ -27,7 +27,9 @@
 // soon as the new revision answers. Requests go to the newest revision
 // (highest fnmeta.RevisionLabel) that has a usable pod, so during an
 // update new requests reach the new revision once it is ready while
-// those in flight finish on the old one. Within it, the pod with the
+// those in flight finish on the old one. Once a revision has answered,
+// requests do not go back to an older one while a pod of it lives: a new
+// pod whose connection failed holds them until its probe passes again. Within it, the pod with the
 // fewest requests in flight wins, ties broken at random.
 //
 // With no usable pod, the router calls Config.Scaler.Poke (again every

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -64,6 +65,7 @@ type instance struct {
 	uid  types.UID
 	name string
 	ip   string
+	rev  int64
 }
 
 // probeTarget is a pod worth probing.
@@ -121,6 +123,17 @@ func (r *Router) usableLocked(pod *corev1.Pod) bool {
 // revision (all of them when none was chosen).
 func (r *Router) pickLocked(key types.NamespacedName) (inst instance, ok bool, probe []probeTarget) {
 	objs, _ := r.podIndex.ByIndex(byFunction, key.Namespace+"/"+key.Name)
+	// Once a revision has answered, requests never go back to an older
+	// one while a pod of it lives: a new pod's connection failing (and
+	// the pod waiting for a probe again) holds requests for a moment
+	// instead of sending them to the revision the update replaced.
+	floor := r.answered[key]
+	if floor > 0 && !slices.ContainsFunc(objs, func(obj any) bool {
+		pod := obj.(*corev1.Pod)
+		return live(pod) && revisionOf(pod) >= floor
+	}) {
+		floor = 0
+	}
 	var (
 		best      []*corev1.Pod
 		bestRev   int64 = -1
@@ -129,13 +142,13 @@ func (r *Router) pickLocked(key types.NamespacedName) (inst instance, ok bool, p
 	)
 	for _, obj := range objs {
 		pod := obj.(*corev1.Pod)
-		if !r.usableLocked(pod) {
+		rev := revisionOf(pod)
+		if !r.usableLocked(pod) || rev < floor {
 			if live(pod) {
 				unusables = append(unusables, pod)
 			}
 			continue
 		}
-		rev := revisionOf(pod)
 		load := 0
 		if st := r.pods[pod.UID]; st != nil {
 			load = st.inFlight
@@ -148,7 +161,7 @@ func (r *Router) pickLocked(key types.NamespacedName) (inst instance, ok bool, p
 		}
 	}
 	for _, pod := range unusables {
-		if revisionOf(pod) > bestRev {
+		if rev := revisionOf(pod); rev > bestRev && rev >= floor {
 			probe = append(probe, probeTarget{uid: pod.UID, ip: pod.Status.PodIP})
 		}
 	}
@@ -157,7 +170,17 @@ func (r *Router) pickLocked(key types.NamespacedName) (inst instance, ok bool, p
 	}
 	pod := best[rand.IntN(len(best))]
 	r.stateLocked(pod.UID).inFlight++
-	return instance{uid: pod.UID, name: pod.Name, ip: pod.Status.PodIP}, true, probe
+	return instance{uid: pod.UID, name: pod.Name, ip: pod.Status.PodIP, rev: bestRev}, true, probe
+}
+
+// answeredBy records that inst answered a request of key: its revision
+// is the oldest that key's requests may go to from now on.
+func (r *Router) answeredBy(key types.NamespacedName, inst instance) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if inst.rev > r.answered[key] {
+		r.answered[key] = inst.rev
+	}
 }
 
 // release uncounts a request on the pod it went to.

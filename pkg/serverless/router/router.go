@@ -112,6 +112,9 @@ type Router struct {
 	mu      sync.Mutex
 	pods    map[types.UID]*podState
 	demands map[types.NamespacedName]*demand
+	// answered is, per function, the newest revision that has answered
+	// a request.
+	answered map[types.NamespacedName]int64
 	// changed is closed (and replaced) whenever a pod may have become
 	// usable.
 	changed chan struct{}
@@ -159,7 +162,7 @@ func New(cfg Config) (*Router, error) {
 		metricz: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}),
 		ready:   make(chan struct{}),
 		pods:    map[types.UID]*podState{},
-		demands: map[types.NamespacedName]*demand{},
+		demands: map[types.NamespacedName]*demand{}, answered: map[types.NamespacedName]int64{},
 		changed: make(chan struct{}),
 	}
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
@@ -473,6 +476,7 @@ func (a *attempts) RoundTrip(out *http.Request) (*http.Response, error) {
 		}
 		resp, err := a.r.transport.RoundTrip(req)
 		if err == nil {
+			a.r.answeredBy(a.key, inst)
 			resp.Header.Set("X-Minik8s-Instance", inst.name)
 			if a.cold {
 				resp.Header.Set("X-Minik8s-Cold-Start", "true")

@@ -406,6 +406,14 @@ func TestNewestRevision(t *testing.T) {
 			t.Fatalf("served by %q after the new revision was ready", resp.Header.Get("X-Minik8s-Instance"))
 		}
 	}
+	// A connection to the new pod failing (it needs a probe again) holds
+	// requests for that probe: they never go back to the old revision.
+	for range 5 {
+		f.r.distrust(instance{uid: "new"})
+		if resp, _ := f.call("/function/default/greet", "{}"); resp.Header.Get("X-Minik8s-Instance") != "new" {
+			t.Fatalf("served by %q after the new revision answered", resp.Header.Get("X-Minik8s-Instance"))
+		}
+	}
 }
 
 func TestRetryAfterDialError(t *testing.T) {
