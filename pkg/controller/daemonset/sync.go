@@ -207,7 +207,7 @@ func surplusWhileSurging(ds *appsv1.DaemonSet, running []*corev1.Pod, hash strin
 	return del
 }
 
-// syncNodes deletes del and creates a pod for each node in create, at
+// syncNodes deletes del, then creates a pod for each node in create, at
 // most burst of each, with expectations set before the first call.
 func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.DaemonSet, del []*corev1.Pod, create []string, hash string) error {
 	del = del[:min(len(del), c.burst)]
@@ -226,6 +226,21 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 		errs = append(errs, err)
 		mu.Unlock()
 	}
+	// Deletions first: an old pod is gone (terminating) before a surge
+	// pod starts elsewhere, so no one ever sees more than maxSurge nodes
+	// running two.
+	var dels sync.WaitGroup
+	for _, p := range del {
+		dels.Go(func() {
+			if err := c.deletePodOf(ctx, ds, p); err != nil {
+				c.expectations.DeletionObserved(key, podKey(p))
+				if !apierrors.IsNotFound(err) {
+					fail(err)
+				}
+			}
+		})
+	}
+	dels.Wait()
 	template := podTemplate(ds, hash)
 	// Slow start: batches of 1, 2, 4, ... so that a quota or admission
 	// error costs one call, not hundreds.
@@ -252,18 +267,6 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 			break
 		}
 	}
-	var wg sync.WaitGroup
-	for _, p := range del {
-		wg.Go(func() {
-			if err := c.deletePodOf(ctx, ds, p); err != nil {
-				c.expectations.DeletionObserved(key, podKey(p))
-				if !apierrors.IsNotFound(err) {
-					fail(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
 	return errors.Join(errs...)
 }
 
