@@ -216,6 +216,7 @@ func runKubelet(ctx context.Context, cfg Config, client kubernetes.Interface, ad
 	provider, err := local.New(local.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Runtime: rt, Client: client, Recorder: recorder, Capacity: cfg.Capacity,
 		RootDir: cfg.RootDir, LocalPathRoot: localPathRoot, HostNetNS: cfg.HostNetNS, Logger: log,
+		Credential: &cfg.REST.TLSClientConfig,
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
 		NewNetwork: func(podCIDR string) (network.Network, error) {
 			return network.New(network.Config{NodeName: cfg.NodeName, PodCIDR: podCIDR, ClusterCIDR: cfg.ClusterCIDR,

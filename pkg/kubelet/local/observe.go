@@ -58,6 +58,18 @@ func newestFirst(a, b runtime.ContainerStatus) int {
 	return b.CreatedAt.Compare(a.CreatedAt)
 }
 
+// anyRunning says whether a container or sandbox of the pod runs.
+func (o podObservation) anyRunning() bool {
+	for _, list := range [][]runtime.ContainerStatus{o.containers, o.sandboxes} {
+		for _, c := range list {
+			if c.State == runtime.StateRunning {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // runningSandbox is the newest running sandbox, or nil.
 func (o podObservation) runningSandbox() *runtime.ContainerStatus {
 	for i := range o.sandboxes {

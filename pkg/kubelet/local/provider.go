@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
@@ -70,6 +71,10 @@ type Config struct {
 	// kube reserved). Memory also loses the 100Mi hard eviction threshold
 	// of Kubernetes' kubelet.
 	Reserved corev1.ResourceList
+	// Credential is the node's client certificate and key and the
+	// cluster's CA (data or files, as in its REST config), which GlusterFS
+	// mounts present (pkg/glusterfs). Nil: such volumes fail to mount here.
+	Credential *rest.TLSClientConfig
 	// RuntimeVersion is the Node's containerRuntimeVersion; default
 	// "containerd://<version>" asked from the runtime.
 	RuntimeVersion string
@@ -156,9 +161,10 @@ type Provider struct {
 	netTried  time.Time
 	netReason string
 
-	list  listCache
-	node  nodeCache
-	files fileCache
+	list   listCache
+	node   nodeCache
+	files  fileCache
+	shared sharedMounts
 
 	// cpu turns cumulative cpu times into rates for Summary (stats.go);
 	// readNode measures the machine (readProcNode; tests replace it).
@@ -203,6 +209,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p.list.ttl = listTTL
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	go p.runGlusterfsSweeper()
 	return p, nil
 }
 
@@ -460,6 +467,7 @@ func (p *Provider) killPod(ctx context.Context, pod *corev1.Pod, uid types.UID, 
 		return errors.Join(errs...)
 	}
 	if uid != "" {
+		p.releaseGlusterfs(uid)
 		if err := os.RemoveAll(p.podDir(uid)); err != nil {
 			return err
 		}

@@ -161,6 +161,10 @@ func (w *podWorker) syncTerminated(ctx context.Context, pod *corev1.Pod) error {
 			w.obs = observe(all, w.uid)
 		}
 	}
+	if len(errs) == 0 && !w.obs.anyRunning() {
+		// A finished pod holds its node's shared mounts no longer.
+		w.p.releaseGlusterfs(w.uid)
+	}
 	return errors.Join(errs...)
 }
 

@@ -103,7 +103,7 @@ func (p *Provider) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.V
 		_, err := p.claimPath(ctx, pod, src.PersistentVolumeClaim.ClaimName)
 		return err
 	}
-	return errors.New("unsupported volume type on this node (emptyDir, hostPath, configMap, secret, downwardAPI, projected and persistentVolumeClaim of hostPath or local volumes are)")
+	return errors.New("unsupported volume type on this node (emptyDir, hostPath, configMap, secret, downwardAPI, projected and persistentVolumeClaim of hostPath, local or glusterfs volumes are)")
 }
 
 // volumeSource is the host path a volume mounts from, and whether it is
@@ -129,8 +129,9 @@ func (p *Provider) volumeSource(ctx context.Context, pod *corev1.Pod, v *corev1.
 	return "", false, fmt.Errorf("volume %q: unsupported volume type", v.Name)
 }
 
-// claimPath is the host path of a claim bound to a hostPath or local
-// PersistentVolume.
+// claimPath is the host path of a claim bound to a hostPath, local or
+// glusterfs PersistentVolume (a glusterfs one mounted on this node for
+// the pod).
 func (p *Provider) claimPath(ctx context.Context, pod *corev1.Pod, claim string) (string, error) {
 	if p.cfg.Client == nil {
 		return "", errors.New("no API client to read persistent volume claims")
@@ -158,8 +159,10 @@ func (p *Provider) claimPath(ctx context.Context, pod *corev1.Pod, claim string)
 		return pv.Spec.HostPath.Path, checkHostPath(pv.Spec.HostPath)
 	case pv.Spec.Local != nil:
 		return pv.Spec.Local.Path, checkLocal(pv)
+	case pv.Spec.Glusterfs != nil:
+		return p.mountGlusterfs(ctx, pod, pv)
 	}
-	return "", fmt.Errorf("persistentvolume %q: only hostPath and local volumes can be mounted on this node", pv.Name)
+	return "", fmt.Errorf("persistentvolume %q: only hostPath, local and glusterfs volumes can be mounted on this node", pv.Name)
 }
 
 // checkLocal makes sure a local volume's directory is there. The
