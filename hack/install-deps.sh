@@ -25,11 +25,13 @@ fi
 # python3 (the build checks function code with it) and wrk (load tests), and
 # for the Slurm provider munge, slurmctld, slurmd and slurm-client (Slurm
 # 22.05): its tests run a one-host cluster of their own (pkg/kubelet/slurm/
-# slurmtest) with its own key, config and ports, never the packages' services.
+# slurmtest) with its own key, config and ports, never the packages' services;
+# and glusterfs-client (with glusterfs-common's brick daemon glusterfsd) for
+# shared volumes (pkg/glusterfs): minik8s runs glusterfsd itself, no glusterd.
 # Installed only as root and only when
 # missing; without root the runtime tests skip and say why.
 runtime_pkgs=()
-for pkg in containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables nginx debootstrap python3 wrk munge slurmctld slurmd slurm-client; do
+for pkg in containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables nginx debootstrap python3 wrk munge slurmctld slurmd slurm-client glusterfs-client; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || runtime_pkgs+=("$pkg")
 done
 if [ ${#runtime_pkgs[@]} -gt 0 ]; then

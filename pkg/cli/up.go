@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/controlplane"
 	"github.com/minik8s/minik8s/pkg/dns"
 	"github.com/minik8s/minik8s/pkg/gateway"
+	"github.com/minik8s/minik8s/pkg/glusterfs"
 	"github.com/minik8s/minik8s/pkg/hostservice"
 	"github.com/minik8s/minik8s/pkg/node"
 	"github.com/minik8s/minik8s/pkg/serverless"
@@ -126,7 +128,8 @@ func upParts(f *upFlags, log *slog.Logger) ([]component.Part, error) {
 // upAddons are the cluster's add-ons on this host, run once the control
 // plane at *cp is ready: default/kubernetes, the gateway's nginx
 // (pkg/gateway) and CoreDNS (pkg/dns), which serves the gateway's host
-// names too (see docs/design/0007-dns.md and 0009-gateway.md). An add-on
+// names too (see docs/design/0007-dns.md and 0009-gateway.md), the
+// registry and functions, and the shared file system (0023). An add-on
 // whose program is absent is off, with a warning. nameservers are for the
 // kubelet: the kube-dns clusterIP, or none (the host's resolvers) when
 // there is no coredns binary.
@@ -167,6 +170,7 @@ func upAddons(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) (part
 		}))
 	}
 	parts = append(parts, functionsAddon(cp, f, log)...)
+	parts = append(parts, sharedStorageAddon(cp, f, log)...)
 	if _, err := dns.FindBinary(); err != nil {
 		log.Warn("cluster DNS is off: no coredns binary (make deps installs it); pods use the host's resolvers", "err", err)
 		return parts, nil, nil
@@ -225,6 +229,30 @@ func functionsAddon(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger)
 				NodeName: f.nodeName, Logger: log, Ready: ready})
 		}),
 	}
+}
+
+// sharedStorageAddon is the shared file system (pkg/glusterfs) on this
+// host: volumes of the StorageClass "shared" that pods on every node
+// mount at once. Nodes reach it at the node's address. Off, with a
+// warning, without GlusterFS's programs.
+func sharedStorageAddon(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) []component.Part {
+	if _, err := glusterfs.FindServer(); err != nil {
+		log.Warn("shared volumes (StorageClass shared) are off", "err", err)
+		return nil
+	}
+	advertise, err := netip.ParseAddr(f.nodeIP)
+	if err != nil {
+		log.Warn("shared volumes (StorageClass shared) are off", "err", fmt.Errorf("node IP: %w", err))
+		return nil
+	}
+	return []component.Part{component.FuncReady("shared storage", func(ctx context.Context, ready func()) error {
+		client, _, err := adminClients(*cp)
+		if err != nil {
+			return err
+		}
+		return glusterfs.Run(ctx, glusterfs.Config{Client: client, Dir: filepath.Join(f.dataDir, "glusterfs"), Bundle: cp.Bundle,
+			Advertise: advertise, Logger: log, Ready: ready})
+	})}
 }
 
 func registryDir(f *upFlags) string { return filepath.Join(f.dataDir, "registry") }
