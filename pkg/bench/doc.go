@@ -78,9 +78,15 @@
 // the baseline), then in a pod on each volume type of storageVolumes, a
 // table with one row per type saying how to build the pod's volume and the
 // PersistentVolume and claim it needs: an emptyDir, a static hostPath
-// PersistentVolume (Retain) with its claim, and a claim of the default
-// class local-path (WaitForFirstConsumer, Delete). A shared network
-// filesystem is one more row. The pods run the busybox image, which is
+// PersistentVolume (Retain) with its claim, a claim of the default class
+// local-path (WaitForFirstConsumer, Delete), and a ReadWriteMany claim of
+// the class shared: the shared file system (pkg/glusterfs), which the
+// benchmark runs for that row as `minik8s up` does, glusterfsd with its
+// brick in a directory of its own next to the node's root dir (the same
+// disk), listening on the loopback, where the node's kubelet mounts the
+// volume with GlusterFS's FUSE client, presenting the node's certificate.
+// Without GlusterFS's programs that row is left out, and the report says
+// why. The pods run the busybox image, which is
 // built from the host's static busybox, so the script, its shell and dd are
 // the same binary in each place. Each run
 //
@@ -99,7 +105,10 @@
 // for each place, the medians of the runs' write MB/s, read MB/s (MB is
 // 10^6 bytes) and small-file ops/s, and each over the node disk's. After
 // each volume type its pod, claim and volume are deleted and the volume's
-// directory is checked gone (the node's local-path reaper removes a
-// provisioned one; the benchmark the hostPath one); at the end, the node,
-// the control plane, the network namespace and the node's root dir.
+// directory is checked gone (the node's local-path reaper or the GlusterFS
+// provisioner removes a provisioned one, then its PersistentVolume; the
+// benchmark the hostPath one), and a shared volume's mount on the node
+// checked gone with its pod; at the end, the GlusterFS server, its mount
+// and its directory, the node, the control plane, the network namespace
+// and the node's root dir.
 package bench

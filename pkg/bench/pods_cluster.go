@@ -27,6 +27,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/kubelet/network"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime"
 	"github.com/minik8s/minik8s/pkg/node"
+	"github.com/minik8s/minik8s/pkg/pki"
 )
 
 const (
@@ -50,6 +51,7 @@ type podCluster struct {
 	dataDir, rootDir    string
 	stopCP              func() error
 	client              kubernetes.Interface
+	bundle              *pki.Bundle // the control plane's CA
 	nodeCancel          context.CancelFunc
 	nodeDone            chan error
 	stopInformers       context.CancelFunc
@@ -90,6 +92,7 @@ func startPodCluster(ctx context.Context, containerdAddress, id, nodeDirParent s
 		return c, fmt.Errorf("in-process %w", err)
 	}
 	c.stopCP = stop
+	c.bundle = cp.Bundle
 	rc, err := clientcmd.BuildConfigFromFlags("", cp.KubeconfigPath)
 	if err != nil {
 		return c, fmt.Errorf("kubeconfig: %w", err)

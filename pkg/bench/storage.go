@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/controller/volume/localpath"
+	"github.com/minik8s/minik8s/pkg/glusterfs"
 	"github.com/minik8s/minik8s/pkg/image"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime/daemon"
 )
@@ -34,8 +36,9 @@ type StorageConfig struct {
 	Runs int
 	// Dir is where the node's root directory is made, and with it the
 	// directory measured on the node's disk, the local-path volumes and
-	// the hostPath volume: its filesystem is the one measured (default:
-	// the temporary directory).
+	// the hostPath volume, and the shared file system's directory (its
+	// brick holds the glusterfs volumes' data): its filesystem is the
+	// one measured (default: the temporary directory).
 	Dir string
 	// ContainerdAddress is containerd's socket (default
 	// /run/containerd/containerd.sock); one is started when none answers.
@@ -99,6 +102,7 @@ const (
 	KeyStorageEmptyDir  = "emptydir"
 	KeyStorageHostPath  = "hostpath-pv"
 	KeyStorageLocalPath = "local-path-pvc"
+	KeyStorageGlusterfs = "glusterfs-pvc"
 )
 
 // storageVolume is one volume type measured in a pod: how the pod's
@@ -106,6 +110,11 @@ const (
 // shared network filesystem) is one more row of storageVolumes.
 type storageVolume struct {
 	key, name string
+	// shared: the type's volumes are the shared file system's
+	// (pkg/glusterfs), which the benchmark runs for them; without it
+	// (GlusterFS not installed) the type is left out of the report, with
+	// the reason.
+	shared bool
 	// build returns the pod's volume and the PersistentVolume and claim
 	// to create first (nil when none); pv, when it has a directory on the
 	// node, is removed with its directory after the run.
@@ -118,6 +127,9 @@ type storageSetup struct {
 	id, nodeRoot string
 	// request is what a claim asks for and a static volume offers.
 	request resource.Quantity
+	// sharedBrick is the shared file system's brick, the directory on
+	// the host that holds its volumes' data ("" when it does not run).
+	sharedBrick string
 }
 
 // storageClaimName is the claim of a volume type's pod.
@@ -162,6 +174,19 @@ var storageVolumes = []storageVolume{
 		key: KeyStorageLocalPath, name: "local-path PVC",
 		build: func(s storageSetup) (corev1.VolumeSource, *corev1.PersistentVolume, *corev1.PersistentVolumeClaim) {
 			pvc := storageClaim(KeyStorageLocalPath, localpath.ClassName, s.request)
+			return claimSource(pvc), nil, pvc
+		},
+	},
+	{
+		// A claim of the shared file system's class, provisioned at once
+		// (Immediate) as a directory of its GlusterFS volume and deleted
+		// with the claim (Delete): the node mounts it with the FUSE
+		// client, which talks TLS over TCP to glusterfsd, whose brick is
+		// on the same disk as the node's root dir.
+		key: KeyStorageGlusterfs, name: "glusterfs PVC", shared: true,
+		build: func(s storageSetup) (corev1.VolumeSource, *corev1.PersistentVolume, *corev1.PersistentVolumeClaim) {
+			pvc := storageClaim(KeyStorageGlusterfs, glusterfs.ClassName, s.request)
+			pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 			return claimSource(pvc), nil, pvc
 		},
 	},
@@ -285,8 +310,11 @@ func storageArgs(busybox, dir string, cfg StorageConfig, out string) []string {
 // RunStorage measures sequential write and read throughput and small-file
 // operations per second on the node's disk and in a pod on each volume
 // type (storageVolumes), on a node of its own, and writes the report to
-// w. Everything it creates (pods, claims, volumes and their directories,
-// node, control plane, network namespace) is removed before it returns.
+// w. The types on the shared file system need GlusterFS, which it runs
+// for them (startSharedStorage); without it they are left out, and the
+// report says why. Everything it creates (pods, claims, volumes and
+// their directories, the GlusterFS server and mounts, node, control
+// plane, network namespace) is removed before it returns.
 func RunStorage(ctx context.Context, cfg StorageConfig, w io.Writer) (err error) {
 	if err := cfg.complete(); err != nil {
 		return err
@@ -313,13 +341,34 @@ func RunStorage(ctx context.Context, cfg StorageConfig, w io.Writer) (err error)
 		fmt.Fprintf(cfg.Progress, "cleaning up: node %s, control plane, network namespace, node root dir %s\n", c.nodeName, c.rootDir)
 		return c.close(ctx, e.client)
 	})
+	fmt.Fprintf(cfg.Progress, "node %s Ready\n", c.nodeName)
 	s := &storageRun{c: c, cfg: cfg, busybox: busybox, setup: storageSetup{
 		id: e.id, nodeRoot: c.rootDir, request: storageRequest(cfg.SizeMiB, cfg.Files),
 	}}
+
+	// The shared file system, when a type needs it: stopped after the
+	// benchmark's pods and claims are gone (removeAll, registered after
+	// it, runs before it), before the cluster.
+	sharedOff := ""
+	if slices.ContainsFunc(storageVolumes, func(v storageVolume) bool { return v.shared }) {
+		shared, reason, err := startSharedStorage(ctx, c, cfg.Dir, e.log, cfg.Progress)
+		if shared != nil {
+			e.onClose(func(ctx context.Context) error {
+				fmt.Fprintf(cfg.Progress, "cleaning up: GlusterFS server and its directory %s\n", shared.dir)
+				return shared.close(ctx)
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("shared file system: %w", err)
+		}
+		if shared != nil {
+			s.setup.sharedBrick = shared.brick()
+		}
+		sharedOff = reason
+	}
 	// Runs before the cluster's close: what a failed run left of the
 	// benchmark's pods, claims and volumes.
 	e.onClose(s.removeAll)
-	fmt.Fprintf(cfg.Progress, "node %s Ready\n", c.nodeName)
 
 	report := &StorageReport{
 		Node:       fmt.Sprintf("%s in network namespace %s, on containerd %s", c.nodeName, c.netnsName, e.address),
@@ -334,6 +383,11 @@ func RunStorage(ctx context.Context, cfg StorageConfig, w io.Writer) (err error)
 	}
 	report.Rows = append(report.Rows, row)
 	for _, v := range storageVolumes {
+		if v.shared && sharedOff != "" {
+			fmt.Fprintf(cfg.Progress, "%s: not measured: %s\n", v.name, sharedOff)
+			report.Skipped = append(report.Skipped, StorageSkipped{Key: v.key, Name: v.name, Reason: sharedOff})
+			continue
+		}
 		row, err := s.measureVolume(ctx, v)
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.name, err)

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/minik8s/minik8s/pkg/glusterfs"
 	"github.com/minik8s/minik8s/pkg/image"
 )
 
@@ -141,6 +148,15 @@ func (s *storageRun) measureVolume(ctx context.Context, v storageVolume) (_ Stor
 			path = bound.Spec.HostPath.Path
 		case bound.Spec.Local != nil:
 			path = bound.Spec.Local.Path
+		case bound.Spec.Glusterfs != nil:
+			// The data lives in the volume's directory of the server's
+			// brick; the node reaches it through its FUSE mount.
+			gp, err := glusterfs.ParsePath(bound.Spec.Glusterfs.Path)
+			if err != nil || gp.Dir == "" || s.setup.sharedBrick == "" {
+				return StorageRow{}, fmt.Errorf("persistentvolume %s: glusterfs path %q is not a directory of the benchmark's server (%v)", bound.Name, bound.Spec.Glusterfs.Path, err)
+			}
+			path = filepath.Join(s.setup.sharedBrick, gp.Dir)
+			made.mount = filepath.Join(nodeGlusterfsMounts(s.setup.nodeRoot), bound.Name)
 		}
 		made.pvDelete = bound.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete
 	}
@@ -185,6 +201,9 @@ type storageObjects struct {
 	pvDelete bool
 	// dir is the volume's directory on the node.
 	dir string
+	// mount is the node's FUSE mount of a shared volume, which the
+	// kubelet unmounts once the pod's containers are gone.
+	mount string
 }
 
 // remove deletes the pod and waits until the kubelet is done with it
@@ -208,6 +227,13 @@ func (s *storageRun) remove(ctx context.Context, o storageObjects) error {
 		}
 		if err := pollPathGone(ctx, o.podDir); err != nil {
 			return fmt.Errorf("pod %s removed by the kubelet: %w", o.pod, err)
+		}
+		// The kubelet unmounts a shared volume after its last pod, before
+		// it removes the pod's directory.
+		if o.mount != "" {
+			if ok, err := glusterfs.IsMounted(o.mount); ok || err != nil {
+				errs = append(errs, fmt.Errorf("the node's glusterfs mount %s is still there after its pod (%v)", o.mount, err))
+			}
 		}
 	}
 	if o.pvc != "" {
@@ -298,6 +324,176 @@ func (s *storageRun) removeAll(ctx context.Context) error {
 	}
 	if err := client.PersistentVolumes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
 		errs = append(errs, fmt.Errorf("delete the persistentvolumes: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// sharedAddress is where the benchmark's GlusterFS server listens and
+// what it publishes: the loopback, which the node's kubelet reaches, as
+// it runs in this process, in the host's network namespace (the node's
+// own namespace is for its pods). Only certificates of the cluster's CA
+// get in (the node's, the provisioner's).
+const sharedAddress = "127.0.0.1"
+
+// nodeGlusterfsMounts is where the kubelet mounts glusterfs volumes, one
+// per PersistentVolume (pkg/kubelet/local).
+func nodeGlusterfsMounts(nodeRoot string) string {
+	return filepath.Join(nodeRoot, "plugins", "kubernetes.io~glusterfs")
+}
+
+// mountsUnder are the mount points of type fstype in dir, at any depth,
+// the deepest first. (Not glusterfs.Mounts: it filters the mount table
+// with mountinfo.ParentsFilter, which keeps dir's parents rather than
+// its children, so it finds none.)
+func mountsUnder(dir, fstype string) ([]string, error) {
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	} else if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(filepath.Clean(dir)))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range ms {
+		if m.FSType == fstype {
+			out = append(out, m.Mountpoint)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out, nil
+}
+
+// sharedPrograms find GlusterFS's server and FUSE client (a variable for
+// the tests).
+var sharedPrograms = []func() (string, error){glusterfs.FindServer, glusterfs.FindClient}
+
+// sharedStorage is the shared file system (pkg/glusterfs) run for the
+// benchmark as `minik8s up` runs it: glusterfsd, with its files and its
+// brick (the data) in a directory made in the benchmark's --dir, so on
+// the disk measured; the provisioner of the StorageClass "shared", with
+// its own mount of the volume; the Service kube-system/glusterfs.
+type sharedStorage struct {
+	dir        string
+	nodeMounts string // the node's glusterfs mount points
+	cancel     context.CancelFunc
+	done       chan error
+}
+
+// brick is the directory that holds the volumes' data (glusterfs's
+// ServerConfig: Dir/brick).
+func (sh *sharedStorage) brick() string { return filepath.Join(sh.dir, "brick") }
+
+// startSharedStorage starts GlusterFS in a directory made in parent and
+// returns once it provisions volumes and the nodes can find it. Without
+// GlusterFS's programs, or where it cannot run, it returns no server and
+// the reason; a server that was started is returned, even with an error,
+// for its close.
+func startSharedStorage(ctx context.Context, c *podCluster, parent string, log *slog.Logger, progress io.Writer) (_ *sharedStorage, reason string, _ error) {
+	for _, find := range sharedPrograms {
+		if _, err := find(); err != nil {
+			return nil, "GlusterFS is not installed: " + err.Error(), nil
+		}
+	}
+	parent, err := filepath.Abs(parent)
+	if err != nil {
+		return nil, "", err
+	}
+	if strings.ContainsAny(parent, " \t\n") {
+		return nil, fmt.Sprintf("GlusterFS cannot keep its brick in %q: its volume files cannot name a path with white space", parent), nil
+	}
+	dir, err := os.MkdirTemp(parent, "minik8s-bench-glusterfs-")
+	if err != nil {
+		return nil, "", err
+	}
+	// Not stopped by the run's cancellation: the provisioner deletes
+	// the claims' directories during the clean-up.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	sh := &sharedStorage{dir: dir, nodeMounts: nodeGlusterfsMounts(c.rootDir), cancel: cancel, done: make(chan error, 1)}
+	ready := make(chan struct{})
+	go func() {
+		sh.done <- glusterfs.Run(runCtx, glusterfs.Config{
+			Client: c.client, Dir: dir, Address: sharedAddress, Port: -1, Bundle: c.bundle,
+			Advertise: netip.MustParseAddr(sharedAddress), Logger: log.With("component", "glusterfs"),
+			Ready: func() { close(ready) },
+		})
+	}()
+	timer := time.NewTimer(time.Minute)
+	defer timer.Stop()
+	select {
+	case <-ready:
+	case err := <-sh.done:
+		sh.done <- err // for close
+		return sh, "", fmt.Errorf("GlusterFS stopped before it was ready: %w", err)
+	case <-timer.C:
+		return sh, "", errors.New("GlusterFS not ready after a minute")
+	case <-ctx.Done():
+		return sh, "", ctx.Err()
+	}
+	// Ready is before the Service is published; the kubelet reads its
+	// Endpoints for the server's address.
+	var port int32
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		ep, err := c.client.CoreV1().Endpoints(glusterfs.EndpointsNamespace).Get(ctx, glusterfs.EndpointsName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, ss := range ep.Subsets {
+			if len(ss.Addresses) > 0 && len(ss.Ports) > 0 {
+				port = ss.Ports[0].Port
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return sh, "", fmt.Errorf("endpoints %s/%s published: %w", glusterfs.EndpointsNamespace, glusterfs.EndpointsName, err)
+	}
+	fmt.Fprintf(progress, "started GlusterFS: glusterfsd on %s:%d, brick %s (stopped at the end)\n", sharedAddress, port, sh.brick())
+	return sh, "", nil
+}
+
+// close unmounts whatever node mounts are left (the kubelet unmounts
+// each after its last pod: one left is an error), stops the server, the
+// provisioner and its mount, and removes the directory, brick included,
+// once nothing is mounted in it.
+func (sh *sharedStorage) close(ctx context.Context) error {
+	var errs []error
+	unmountLeft := func(dir, whose string) bool {
+		left, err := mountsUnder(dir, glusterfs.FSType)
+		if err != nil {
+			errs = append(errs, err)
+			return false
+		}
+		ok := true
+		for _, m := range left {
+			if err := glusterfs.Unmount(m); err != nil {
+				errs = append(errs, fmt.Errorf("%s glusterfs mount %s left behind: %w", whose, m, err))
+				ok = false
+				continue
+			}
+			errs = append(errs, fmt.Errorf("%s glusterfs mount %s left behind (unmounted now)", whose, m))
+		}
+		return ok
+	}
+	unmountLeft(sh.nodeMounts, "the node's")
+	sh.cancel()
+	select {
+	case err := <-sh.done:
+		if err != nil {
+			errs = append(errs, fmt.Errorf("glusterfs: %w", err))
+		}
+	case <-ctx.Done():
+		return errors.Join(append(errs, fmt.Errorf("glusterfs did not stop: %w", ctx.Err()))...)
+	}
+	// Never RemoveAll through a mount: the provisioner's is unmounted
+	// as Run returns.
+	if !unmountLeft(sh.dir, "the provisioner's") {
+		return errors.Join(append(errs, fmt.Errorf("%s not removed: something is still mounted in it", sh.dir))...)
+	}
+	if err := os.RemoveAll(sh.dir); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

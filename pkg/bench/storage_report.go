@@ -33,6 +33,16 @@ type StorageReport struct {
 	FileBytes int          `json:"fileBytes"`
 	Runs      int          `json:"runs"`
 	Rows      []StorageRow `json:"rows"`
+	// Skipped are the volume types not measured on this machine, and why
+	// (GlusterFS not installed).
+	Skipped []StorageSkipped `json:"skipped,omitempty"`
+}
+
+// StorageSkipped is a volume type left out of the report.
+type StorageSkipped struct {
+	Key    string `json:"key"`
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }
 
 // StorageRow is one place measured: the node's disk, or a volume type in
@@ -256,6 +266,14 @@ func (r *StorageReport) WriteTable(w io.Writer) error {
 		paths = append(paths, []string{"  " + row.Name, row.Path})
 	}
 	writeLeftAligned(&b, paths)
+	if len(r.Skipped) > 0 {
+		b.WriteString("\nnot measured:\n")
+		skipped := make([][]string, 0, len(r.Skipped))
+		for _, sk := range r.Skipped {
+			skipped = append(skipped, []string{"  " + sk.Name, sk.Reason})
+		}
+		writeLeftAligned(&b, skipped)
+	}
 
 	b.WriteString("\nMB is 10^6 bytes. Write: dd from /dev/zero, 1 MiB blocks, synced (conv=fsync) before dd ends. ")
 	if cached {
@@ -264,6 +282,9 @@ func (r *StorageReport) WriteTable(w io.Writer) error {
 		b.WriteString("Read: the file just written, with O_DIRECT (iflag=direct), so from the disk, not the page cache (one 1 MiB request at a time).\n")
 	}
 	b.WriteString("File ops: 3 a file: create (a shell loop: open, 4 KiB write, close; the loop's own cost, the same everywhere, included), stat (one find over them), remove (one rm -r); nothing synced, so mostly the filesystem's metadata path in memory.\n")
+	if i := slices.IndexFunc(r.Rows, func(row StorageRow) bool { return row.Key == KeyStorageGlusterfs }); i >= 0 {
+		fmt.Fprintf(&b, "%s: the shared file system; the pod's I/O goes through the node's FUSE client (glusterfs), then TLS over TCP on the loopback to glusterfsd, which stores it in its brick, a directory on the same disk as the node's. O_DIRECT holds at the pod's end only: glusterfsd reads the brick through the page cache, so its read is likely of the file just written, from memory.\n", r.Rows[i].Name)
+	}
 	b.WriteString("Times: busybox ts stamps each step's end (gettimeofday, microseconds); figures are the median of the runs' (each run's in --json). The write and the small files each start after an untimed sync. Places are measured one after the other, the node's disk first.\n")
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -4,17 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/minik8s/minik8s/pkg/controller/volume/localpath"
+	"github.com/minik8s/minik8s/pkg/glusterfs"
 	"github.com/minik8s/minik8s/pkg/image"
 )
 
@@ -179,15 +185,20 @@ func TestStorageReport(t *testing.T) {
 				out(StorageReadsDirect, run(250, 500, 10000), run(250, 500, 10000), run(250, 500, 10000))),
 			newStorageRow(KeyStorageLocalPath, "local-path PVC", "/tmp/minik8s-bench-node-1/local-path/default_c_pvc-1",
 				out(StorageReadsCached, run(1000, 9000, 60000))),
+			newStorageRow(KeyStorageGlusterfs, "glusterfs PVC", "/tmp/minik8s-bench-glusterfs-1/brick/default_c_pvc-2",
+				out(StorageReadsDirect, run(50, 90, 300))),
 		},
 	}
 	r.computeRatios()
-	node, empty := r.Rows[0], r.Rows[1]
+	node, empty, shared := r.Rows[0], r.Rows[1], r.Rows[3]
 	if node.WriteMBps != 500 || node.ReadMBps != 900 || node.FileOpsPerSec != 30000 {
 		t.Errorf("node medians %v %v %v, want 500 900 30000", node.WriteMBps, node.ReadMBps, node.FileOpsPerSec)
 	}
 	if *node.WriteVsNode != 1 || *empty.WriteVsNode != 0.5 || !near(*empty.ReadVsNode, 500.0/900) || !near(*empty.FileOpsVsNode, 1.0/3) {
 		t.Errorf("ratios: node %v, emptyDir %v %v %v", *node.WriteVsNode, *empty.WriteVsNode, *empty.ReadVsNode, *empty.FileOpsVsNode)
+	}
+	if !near(*shared.WriteVsNode, 0.1) || !near(*shared.ReadVsNode, 0.1) || !near(*shared.FileOpsVsNode, 0.01) {
+		t.Errorf("glusterfs ratios %v %v %v, want 0.1 0.1 0.01", *shared.WriteVsNode, *shared.ReadVsNode, *shared.FileOpsVsNode)
 	}
 
 	var b bytes.Buffer
@@ -203,6 +214,8 @@ func TestStorageReport(t *testing.T) {
 		"9000.0*", "2.00x", "10.00x",
 		"local-path PVC  /tmp/minik8s-bench-node-1/local-path/default_c_pvc-1",
 		"except where marked *",
+		"glusterfs PVC   /tmp/minik8s-bench-glusterfs-1/brick/default_c_pvc-2", "0.10x", "0.01x",
+		"glusterfs PVC: the shared file system; the pod's I/O goes through the node's FUSE client", "O_DIRECT holds at the pod's end only",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
@@ -217,9 +230,35 @@ func TestStorageReport(t *testing.T) {
 	if err := json.Unmarshal(j.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Rows) != 3 || back.Rows[1].Key != KeyStorageEmptyDir || back.Rows[1].WriteVsNode == nil || *back.Rows[1].WriteVsNode != 0.5 ||
+	if strings.Contains(table, "not measured") || strings.Contains(j.String(), "skipped") {
+		t.Errorf("a type left out, though none was:\n%s\n%s", table, j.String())
+	}
+	if len(back.Rows) != 4 || back.Rows[1].Key != KeyStorageEmptyDir || back.Rows[1].WriteVsNode == nil || *back.Rows[1].WriteVsNode != 0.5 ||
 		len(back.Rows[0].Runs) != 3 || back.Rows[2].Reads != StorageReadsCached {
 		t.Errorf("JSON round trip: %s", j.String())
+	}
+
+	// A type left out (no GlusterFS) says why, in the table and the JSON.
+	r.Rows = r.Rows[:3]
+	r.Skipped = []StorageSkipped{{Key: KeyStorageGlusterfs, Name: "glusterfs PVC", Reason: "GlusterFS is not installed: glusterfsd not found"}}
+	b.Reset()
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "\nnot measured:\n  glusterfs PVC  GlusterFS is not installed: glusterfsd not found\n"; !strings.Contains(b.String(), want) ||
+		strings.Contains(b.String(), "FUSE") {
+		t.Errorf("table lacks %q, or explains a row it lacks:\n%s", want, b.String())
+	}
+	j.Reset()
+	if err := r.WriteJSON(&j); err != nil {
+		t.Fatal(err)
+	}
+	back = StorageReport{}
+	if err := json.Unmarshal(j.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Skipped) != 1 || back.Skipped[0] != r.Skipped[0] {
+		t.Errorf("JSON skipped: %s", j.String())
 	}
 
 	// Without the node's row there is nothing to compare with.
@@ -294,12 +333,27 @@ func TestStorageVolumes(t *testing.T) {
 				t.Errorf("hostPath PV of %s for a claim of more", q.String())
 			}
 		case KeyStorageLocalPath:
-			if pv != nil || pvc == nil || *pvc.Spec.StorageClassName != localpath.ClassName || pvc.Spec.VolumeName != "" {
+			if pv != nil || pvc == nil || *pvc.Spec.StorageClassName != localpath.ClassName || pvc.Spec.VolumeName != "" || v.shared {
 				t.Errorf("local-path: %v %+v", pv, pvc)
 			}
+		case KeyStorageGlusterfs:
+			if pv != nil || pvc == nil || *pvc.Spec.StorageClassName != glusterfs.ClassName || pvc.Spec.VolumeName != "" || !v.shared ||
+				len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany || pvc.Labels[podAppLabel] != storageAppValue {
+				t.Errorf("glusterfs: shared %v, %v %+v", v.shared, pv, pvc)
+			}
+		default:
+			t.Errorf("volume type %q has no test", v.key)
+		}
+		if v.shared != (v.key == KeyStorageGlusterfs) {
+			t.Errorf("%s: shared %v", v.key, v.shared)
 		}
 		if pvc != nil && src.PersistentVolumeClaim.ClaimName != pvc.Name {
 			t.Errorf("%s: the pod mounts claim %s, not %s", v.key, src.PersistentVolumeClaim.ClaimName, pvc.Name)
+		}
+	}
+	for _, key := range []string{KeyStorageEmptyDir, KeyStorageHostPath, KeyStorageLocalPath, KeyStorageGlusterfs} {
+		if !seen[key] {
+			t.Errorf("no volume type %s", key)
 		}
 	}
 }
@@ -371,5 +425,67 @@ func TestStorageScript(t *testing.T) {
 	out, _ = exec.CommandContext(context.Background(), bb, args...).CombinedOutput()
 	if _, err := parseStorageOutput(string(out), cfg.SizeMiB, cfg.Files); err == nil || !strings.Contains(err.Error(), "did not finish") {
 		t.Errorf("failed script: %v\n%s", err, out)
+	}
+}
+
+// TestStartSharedStorageOff: without GlusterFS's programs, or where its
+// volume files cannot name the directory, the shared file system does not
+// start, and the reason is what the report gives; nothing is made.
+func TestStartSharedStorageOff(t *testing.T) {
+	saved := sharedPrograms
+	t.Cleanup(func() { sharedPrograms = saved })
+	dir := t.TempDir()
+
+	sharedPrograms = []func() (string, error){func() (string, error) {
+		return "", errors.New("glusterfsd not found (apt-get install glusterfs-client; make deps installs it)")
+	}}
+	sh, reason, err := startSharedStorage(context.Background(), nil, dir, slog.New(slog.DiscardHandler), io.Discard)
+	if sh != nil || err != nil || reason != "GlusterFS is not installed: glusterfsd not found (apt-get install glusterfs-client; make deps installs it)" {
+		t.Errorf("not installed: %v, %q, %v", sh, reason, err)
+	}
+
+	sharedPrograms = []func() (string, error){func() (string, error) { return "/usr/sbin/glusterfsd", nil }}
+	spaced := filepath.Join(dir, "my disk")
+	sh, reason, err = startSharedStorage(context.Background(), nil, spaced, slog.New(slog.DiscardHandler), io.Discard)
+	if sh != nil || err != nil || !strings.Contains(reason, "white space") || !strings.Contains(reason, spaced) {
+		t.Errorf("white space: %v, %q, %v", sh, reason, err)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, "*")); len(matches) != 0 {
+		t.Errorf("made %v", matches)
+	}
+}
+
+// TestMountsUnder finds mounts below a directory, at any depth, deepest
+// first, of the type asked for only; a directory that is not there has
+// none. Mounts tmpfs: root only.
+func TestMountsUnder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounts tmpfs: needs root")
+	}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "a", "b", "c")
+	for _, m := range []string{a, b} {
+		if err := os.MkdirAll(m, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("tmpfs", m, "tmpfs", 0, "size=1m"); err != nil {
+			t.Skipf("mount tmpfs: %v", err)
+		}
+		t.Cleanup(func() { _ = unix.Unmount(m, unix.MNT_DETACH) })
+		if m == a {
+			if err := os.MkdirAll(b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := mountsUnder(dir, "tmpfs")
+	if err != nil || strings.Join(got, " ") != b+" "+a {
+		t.Errorf("mountsUnder(%s) = %v, %v; want [%s %s]", dir, got, err, b, a)
+	}
+	if got, err := mountsUnder(dir, glusterfs.FSType); err != nil || len(got) != 0 {
+		t.Errorf("glusterfs mounts: %v, %v", got, err)
+	}
+	if got, err := mountsUnder(filepath.Join(dir, "gone"), "tmpfs"); err != nil || len(got) != 0 {
+		t.Errorf("a missing directory: %v, %v", got, err)
 	}
 }

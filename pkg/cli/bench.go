@@ -263,14 +263,18 @@ built from) --runs times in each place:
   - in a pod, on an emptyDir;
   - in a pod, on a static hostPath PersistentVolume (Retain) and its claim;
   - in a pod, on a claim of the default StorageClass local-path
-    (provisioned on the node when the pod is scheduled, deleted with the claim).
+    (provisioned on the node when the pod is scheduled, deleted with the claim);
+  - in a pod, on a ReadWriteMany claim of the StorageClass shared: GlusterFS,
+    run for the benchmark with its brick in --dir and mounted on the node with
+    FUSE (left out, saying why, when GlusterFS is not installed).
 Each run writes --size-mib MiB (dd bs=1M conv=fsync), reads them back (dd bs=1M
 with O_DIRECT, where the filesystem has it, else through the page cache), and
 creates, stats and removes --files files of 4 KiB (3 operations a file).
 Prints, for each place, the medians of write MB/s, read MB/s and small-file
 ops/s, and each as a ratio to the node's disk.
 Everything it creates is removed at the end: pods, claims, volumes and their
-directories, node, control plane, network namespace. Needs root.
+directories, the GlusterFS server and mounts, node, control plane, network
+namespace. Needs root.
 A benchmark: it prints figures, it does not judge them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -288,7 +292,7 @@ A benchmark: it prints figures, it does not judge them.`,
 	fl.IntVar(&f.sizeMiB, "size-mib", bench.DefaultStorageSizeMiB, "MiB written and read back sequentially in each run")
 	fl.IntVar(&f.files, "files", bench.DefaultStorageFiles, "small files (4 KiB) created, stat'ed and removed in each run")
 	fl.IntVar(&f.runs, "runs", bench.DefaultStorageRuns, fmt.Sprintf("runs in each place; the report gives the median (at most %d)", bench.MaxStorageRuns))
-	fl.StringVar(&f.dir, "dir", os.TempDir(), "where the node's root dir is made: its filesystem is the one measured")
+	fl.StringVar(&f.dir, "dir", os.TempDir(), "where the node's root dir and GlusterFS's directory are made: its filesystem is the one measured")
 	fl.StringVar(&f.containerd, "containerd", daemon.DefaultAddress, "containerd socket (one is started when none answers)")
 	fl.DurationVar(&f.podTimeout, "pod-timeout", bench.DefaultStoragePodTimeout, "how long each pod may take, from its creation to its end")
 	fl.BoolVar(&f.json, "json", false, "write the report as JSON")

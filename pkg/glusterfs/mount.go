@@ -140,7 +140,7 @@ func IsMounted(target string) (bool, error) {
 // Mounts are the GlusterFS mount points directly in dir.
 func Mounts(dir string) ([]string, error) {
 	dir = filepath.Clean(dir)
-	ms, err := mountinfo.GetMounts(mountinfo.ParentsFilter(dir))
+	ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {
 		return nil, err
 	}

@@ -117,6 +117,9 @@ func TestSharedMounts(t *testing.T) {
 		if ok, err := IsMounted(m); !ok || err != nil {
 			t.Fatalf("IsMounted(%s) = %v, %v", m, ok, err)
 		}
+		if got, err := Mounts(filepath.Dir(m)); err != nil || len(got) != 1 || got[0] != m {
+			t.Fatalf("Mounts(%s) = %v, %v; want [%s]", filepath.Dir(m), got, err, m)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(a, "from-a"), []byte("hello from a\n"), 0o644); err != nil {
 		t.Fatal(err)
