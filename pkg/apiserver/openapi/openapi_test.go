@@ -91,6 +91,8 @@ func testResources() []openapi.Resource {
 			&autoscalingv2.HorizontalPodAutoscaler{}, &autoscalingv2.HorizontalPodAutoscalerList{}, "status"),
 		res(rbacv1.SchemeGroupVersion.WithKind("Role"), "roles", true, &rbacv1.Role{}, &rbacv1.RoleList{}),
 		res(rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), "clusterroles", false, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleList{}),
+		res(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), "rolebindings", true, &rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{}),
+		res(rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"), "clusterrolebindings", false, &rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{}),
 		res(networkingv1.SchemeGroupVersion.WithKind("Ingress"), "ingresses", true, &networkingv1.Ingress{}, &networkingv1.IngressList{}, "status"),
 		res(networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), "networkpolicies", true, &networkingv1.NetworkPolicy{}, &networkingv1.NetworkPolicyList{}),
 		res(policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), "poddisruptionbudgets", true, &policyv1.PodDisruptionBudget{}, &policyv1.PodDisruptionBudgetList{}, "status"),
@@ -642,6 +644,10 @@ func TestPaths(t *testing.T) {
 		}},
 		{rbacv1.SchemeGroupVersion, []opCheck{
 			{"/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}", "get", "get", "ClusterRole", "readRbacAuthorizationV1ClusterRole"},
+			{"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles", "post", "post", "Role", "createRbacAuthorizationV1NamespacedRole"},
+			{"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings/{name}", "put", "put", "RoleBinding", "replaceRbacAuthorizationV1NamespacedRoleBinding"},
+			{"/apis/rbac.authorization.k8s.io/v1/rolebindings", "get", "list", "RoleBinding", "listRbacAuthorizationV1RoleBindingForAllNamespaces"},
+			{"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}", "patch", "patch", "ClusterRoleBinding", "patchRbacAuthorizationV1ClusterRoleBinding"},
 		}},
 	}
 	for _, tt := range tests {

@@ -2,7 +2,8 @@
 // share: the pod spec of Pods and of every workload template
 // (PodTemplateSpec, PodSpec: restart and DNS policies, container pull
 // policies and probes, volumes, resource lists), claims (which StatefulSet
-// templates carry) and the kinds minik8s does not serve yet
+// templates carry), the roleRef and subjects of RBAC bindings, and the
+// kinds minik8s does not serve yet
 // (ReplicationController). A kind's own defaults live in its
 // file in pkg/registry/kinds, which wires them as the Resource's Default.
 //

@@ -18,6 +18,7 @@ func Builtin() []*registry.Resource {
 		deployments(), replicaSets(), daemonSets(), jobs(), cronJobs(), horizontalPodAutoscalers(),
 		endpointSlices(), leases(), storageClasses(), ingresses(), certificateSigningRequests(),
 		controllerRevisions(), statefulSets(),
+		clusterRoleBindings(), clusterRoles(), roleBindings(), roles(),
 	}
 }
 

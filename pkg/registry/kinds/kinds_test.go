@@ -177,6 +177,10 @@ func TestWideColumns(t *testing.T) {
 		{schema.GroupKind{Group: "batch", Kind: "Job"}, []string{"Name", "Status", "Completions", "Duration", "Age"}, []string{"Containers", "Images", "Selector"}},
 		{schema.GroupKind{Group: "batch", Kind: "CronJob"}, []string{"Name", "Schedule", "Timezone", "Suspend", "Active", "Last Schedule", "Age"}, []string{"Containers", "Images", "Selector"}},
 		{schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, []string{"Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"}, nil},
+		{gkRole, []string{"Name", "Created At"}, nil},
+		{gkClusterRole, []string{"Name", "Created At"}, nil},
+		{gkRoleBinding, []string{"Name", "Role", "Age"}, []string{"Users", "Groups", "ServiceAccounts"}},
+		{gkClusterRoleBinding, []string{"Name", "Role", "Age"}, []string{"Users", "Groups", "ServiceAccounts"}},
 	} {
 		var normal, wide []string
 		for _, c := range printerOf(t, tc.gk).Columns {

@@ -17,8 +17,8 @@
 // The shared checks are the pod spec of Pods and workload templates
 // (PodTemplateSpec, PodSpec), selectors against templates, names, labels,
 // ports, protocols, enums, resource lists, storage access modes, data keys
-// of ConfigMaps and Secrets, and ParseCSR, which the certificates
-// controller uses too. A kind's own checks live in its file in
+// of ConfigMaps and Secrets, the rules, roleRefs and subjects of the RBAC
+// kinds, and ParseCSR, which the certificates controller uses too. A kind's own checks live in its file in
 // pkg/registry/kinds; the package knows no table and dispatches on no type.
 //
 // It is a deliberately small re-implementation of upstream's
