@@ -178,6 +178,7 @@ func (in *statusInput) containerStatus(c *corev1.Container, isInit bool, default
 		return cs
 	}
 	cur := insts[0]
+	cs.User = apiContainerUser(cur.User)
 	cs.RestartCount = int32(restartCountOf(cur))
 	cs.ContainerID = containerID(cur.ID)
 	cs.ImageID = imageID(cur)

@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -80,30 +82,136 @@ func (p *Provider) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.V
 		if err != nil {
 			return err
 		}
-		return writeAtomic(p.volumeDir(pod.UID, pluginConfigMap, v.Name), payload, gid)
+		return writeVolumeFiles(p.volumeDir(pod.UID, pluginConfigMap, v.Name), payload, gid)
 	case src.Secret != nil:
 		payload, err := podenv.SecretPayload(objs, src.Secret.SecretName, src.Secret.Items, src.Secret.DefaultMode, podenv.Optional(src.Secret.Optional))
 		if err != nil {
 			return err
 		}
-		return writeAtomic(p.volumeDir(pod.UID, pluginSecret, v.Name), payload, gid)
+		return writeVolumeFiles(p.volumeDir(pod.UID, pluginSecret, v.Name), payload, gid)
 	case src.DownwardAPI != nil:
 		payload, err := podenv.DownwardPayload(pod, src.DownwardAPI.Items, src.DownwardAPI.DefaultMode, p.allocatable())
 		if err != nil {
 			return err
 		}
-		return writeAtomic(p.volumeDir(pod.UID, pluginDownwardAPI, v.Name), payload, gid)
+		return writeVolumeFiles(p.volumeDir(pod.UID, pluginDownwardAPI, v.Name), payload, gid)
 	case src.Projected != nil:
 		payload, err := p.projectedPayload(ctx, pod, src.Projected, objs)
 		if err != nil {
 			return err
 		}
-		return writeAtomic(p.volumeDir(pod.UID, pluginProjected, v.Name), payload, gid)
+		return writeVolumeFiles(p.volumeDir(pod.UID, pluginProjected, v.Name), payload, gid)
 	case src.PersistentVolumeClaim != nil:
-		_, err := p.claimPath(ctx, pod, src.PersistentVolumeClaim.ClaimName)
-		return err
+		path, err := p.claimPath(ctx, pod, src.PersistentVolumeClaim.ClaimName)
+		if err != nil || gid == nil || src.PersistentVolumeClaim.ReadOnly {
+			return err
+		}
+		return p.claimOwnership(ctx, pod, v, path, *gid)
 	}
 	return errors.New("unsupported volume type on this node (emptyDir, hostPath, configMap, secret, downwardAPI, projected and persistentVolumeClaim of hostPath, local or glusterfs volumes are)")
+}
+
+// writeVolumeFiles writes a configMap, secret, downwardAPI or projected
+// volume. With an fsGroup, as Kubernetes' SetVolumeOwnership leaves these
+// read-only volumes, its files belong to the group and are readable by
+// it, and its directories belong to the group with the setgid bit.
+func writeVolumeFiles(dir string, payload map[string]podenv.File, gid *int64) error {
+	if gid != nil {
+		for k, f := range payload {
+			f.Mode |= 0o440
+			payload[k] = f
+		}
+	}
+	if err := writeAtomic(dir, payload, gid); err != nil || gid == nil {
+		return err
+	}
+	// writeAtomic gave the files their group; symlinks are left as they are.
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(path, -1, int(*gid)); err != nil {
+			return err
+		}
+		return os.Chmod(path, info.Mode()|fs.ModeSetgid|0o550)
+	})
+}
+
+// fsGroupDir holds a mark per persistent volume of the pod whose
+// ownership was set for its fsGroup: it is done once per pod.
+const fsGroupDir = "fsgroup-applied"
+
+// claimOwnership gives a local persistent volume to the pod's fsGroup
+// the first time the pod mounts it, as Kubernetes' local volume plugin
+// does: everything in it becomes the group's, group-writable,
+// directories setgid; with fsGroupChangePolicy OnRootMismatch nothing
+// changes when the root already has that group and those modes.
+// Kubernetes leaves hostPath volumes alone, and so does this.
+func (p *Provider) claimOwnership(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, path string, gid int64) error {
+	mark := filepath.Join(p.podDir(pod.UID), fsGroupDir, v.Name)
+	if _, err := os.Stat(mark); err == nil {
+		return nil
+	}
+	pvc, err := p.cfg.Client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, v.PersistentVolumeClaim.ClaimName, metaGet)
+	if err != nil {
+		return fmt.Errorf("persistentvolumeclaim %q: %w", v.PersistentVolumeClaim.ClaimName, err)
+	}
+	pv, err := p.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metaGet)
+	if err != nil {
+		return fmt.Errorf("persistentvolume %q: %w", pvc.Spec.VolumeName, err)
+	}
+	if pv.Spec.Local != nil {
+		if err := setVolumeOwnership(path, gid, pod.Spec.SecurityContext.FSGroupChangePolicy); err != nil {
+			return fmt.Errorf("set the ownership of %s for fsGroup %d: %w", path, gid, err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(mark), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(mark, []byte(strconv.FormatInt(gid, 10)), 0o644)
+}
+
+// setVolumeOwnership makes everything under dir the group gid's, with
+// group read and write, directories also group-searchable and setgid (so
+// what is made in them gets the group), as Kubernetes does for a
+// writable volume. With policy OnRootMismatch it stops when dir already
+// looks done.
+func setVolumeOwnership(dir string, gid int64, policy *corev1.PodFSGroupChangePolicy) error {
+	const rw = 0o660
+	if policy != nil && *policy == corev1.FSGroupChangeOnRootMismatch {
+		info, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if ok && int64(st.Gid) == gid && info.Mode()&rw == rw && info.Mode()&fs.ModeSetgid != 0 {
+			return nil
+		}
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(path, -1, int(gid)); err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mask := fs.FileMode(rw)
+		if d.IsDir() {
+			mask |= fs.ModeSetgid | 0o110
+		}
+		return os.Chmod(path, info.Mode()|mask)
+	})
 }
 
 // volumeSource is the host path a volume mounts from, and whether it is

@@ -116,19 +116,15 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandbox *Sandbox, cfg 
 	if cfg.WorkingDir != "" {
 		opts = append(opts, oci.WithProcessCwd(cfg.WorkingDir))
 	}
-	if cfg.User != "" {
-		opts = append(opts, oci.WithUser(cfg.User))
-	}
 	if cfg.TTY {
 		opts = append(opts, oci.WithTTY)
 	}
-	if cfg.Privileged {
-		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices,
-			oci.WithWriteableSysfs, oci.WithWriteableCgroupfs)
+	var user ProcessUser
+	secOpts, err := securityOpts(cfg, &user)
+	if err != nil {
+		return "", fmt.Errorf("create container %s in %s: %w", cfg.Name, pod, err)
 	}
-	if cfg.ReadOnlyRootfs {
-		opts = append(opts, oci.WithRootFSReadonly())
-	}
+	opts = append(opts, secOpts...)
 	if len(cfg.Mounts) > 0 {
 		mounts := make([]specs.Mount, 0, len(cfg.Mounts))
 		for _, m := range cfg.Mounts {
@@ -148,6 +144,7 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandbox *Sandbox, cfg 
 		containerd.WithNewSnapshot(id, img),
 		containerd.WithNewSpec(opts...),
 		containerd.WithContainerLabels(labels),
+		withUserLabel(&user),
 	); err != nil {
 		// A failed NewContainer leaves the snapshot it prepared.
 		_ = r.client.SnapshotService(r.snapshotter()).Remove(ctx, id)

@@ -498,6 +498,7 @@ func statusOf(c containers.Container, p *tasktypes.Process) ContainerStatus {
 		LogPath:      l[labelLogPath],
 		NetNSPath:    l[labelNetNS],
 		CgroupParent: l[labelCgroupParent],
+		User:         userFromLabel(l[labelUser]),
 	}
 	if st.Image == "" {
 		st.Image = c.Image

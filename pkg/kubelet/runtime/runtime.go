@@ -60,6 +60,13 @@ type Attacher interface {
 	Attach(ctx context.Context, id string, streams ExecStreams) error
 }
 
+// ImageUserReader is a Runtime that reads the user a present image's
+// configuration runs its process as ("", "1000", "app", "1000:3000"), for
+// the kubelet's runAsNonRoot check.
+type ImageUserReader interface {
+	ImageUser(ctx context.Context, ref string) (string, error)
+}
+
 // Versioner is a Runtime that names its version, for the Node's
 // status.nodeInfo.containerRuntimeVersion ("containerd://1.6.20").
 type Versioner interface {
@@ -197,9 +204,53 @@ type ContainerConfig struct {
 	Privileged bool
 	// ReadOnlyRootfs mounts the image's root filesystem read-only.
 	ReadOnlyRootfs bool
+	// RunAsNonRoot refuses to create the container when its process would
+	// run as uid 0 (the kubelet checks the image's user beforehand; this
+	// catches a name that resolves to root).
+	RunAsNonRoot bool
+	// SupplementalGroups are added to the process's groups (the pod's
+	// supplementalGroups and fsGroup). The process always has its primary
+	// group among its groups too.
+	SupplementalGroups []int64
+	// StrictGroups is supplementalGroupsPolicy Strict: the process's groups
+	// are its primary group and SupplementalGroups only. Otherwise (Merge)
+	// the groups the image's /etc/group lists the user in are added.
+	StrictGroups bool
+	// CapAdd and CapDrop change containerd's default capabilities, names
+	// with or without "CAP_" in any case. "ALL" in CapAdd gives every
+	// capability and in CapDrop removes all of them before the others are
+	// added. Privileged containers have them all regardless.
+	CapAdd, CapDrop []string
+	// NoNewPrivs sets the process's no_new_privs flag
+	// (allowPrivilegeEscalation: false). Without it the flag is clear, as
+	// in Kubernetes.
+	NoNewPrivs bool
+	// Seccomp is the seccomp profile (none by default, as Kubernetes'
+	// Unconfined). Ignored for Privileged containers.
+	Seccomp SeccompProfile
+	// Sysctls are set in the container's (the pod's) namespaces: the
+	// pod's securityContext.sysctls, which the kubelet allowed.
+	Sysctls map[string]string
 	// Labels are stored on the container and returned by ListContainers.
 	Labels map[string]string
 }
+
+// SeccompProfile is a container's seccomp profile.
+type SeccompProfile struct {
+	// Type is SeccompUnconfined (or empty), SeccompRuntimeDefault or
+	// SeccompLocalhost.
+	Type string
+	// LocalhostPath is the profile's file on this host for
+	// SeccompLocalhost: an OCI (runtime-spec) seccomp object in JSON.
+	LocalhostPath string
+}
+
+// Seccomp profile types, as in the pod spec.
+const (
+	SeccompUnconfined     = "Unconfined"
+	SeccompRuntimeDefault = "RuntimeDefault"
+	SeccompLocalhost      = "Localhost"
+)
 
 // Mount is a bind mount from the host into a container.
 type Mount struct {
@@ -244,6 +295,17 @@ type ContainerStatus struct {
 	LogPath                          string
 	// NetNSPath (empty with host networking) and CgroupParent of a sandbox.
 	NetNSPath, CgroupParent string
+	// User is the identity a container's process runs with (nil for a
+	// sandbox, or a container created before it was recorded).
+	User *ProcessUser
+}
+
+// ProcessUser is a container process's uid, primary gid and groups (the
+// primary gid among them), as the CRI reports them for
+// status.containerStatuses[].user.linux.
+type ProcessUser struct {
+	UID, GID           int64
+	SupplementalGroups []int64
 }
 
 // ExecStreams are an exec's standard streams. Nil streams are not attached.
