@@ -55,7 +55,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	case "approval":
 		if res.Approval == nil {
 			err = apierrors.NewNotFound(schema.GroupResource{}, "")
-		} else {
+		} else if err = s.checkApprove(r.Context(), res, info); err == nil {
 			err = s.serveStatus(w, r, res, info, approvalResource)
 		}
 	case "scale":

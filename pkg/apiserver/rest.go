@@ -106,6 +106,9 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, 
 	if errs := res.ValidateCreate(obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), m.GetName(), errs)
 	}
+	if err := s.admit(ctx, obj); err != nil {
+		return nil, err
+	}
 	data, err := encodeStored(obj)
 	if err != nil {
 		return nil, err
@@ -201,6 +204,11 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 		obj, err := s.prepareUpdate(res, desired, current, sub)
 		if err != nil {
 			return nil, err
+		}
+		if sub == mainResource {
+			if err := s.admit(ctx, obj); err != nil {
+				return nil, err
+			}
 		}
 		om, _ := meta.Accessor(obj)
 		data, err := encodeStored(obj)

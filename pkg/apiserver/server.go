@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -23,6 +24,7 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/apiserver/authz"
 	"github.com/minik8s/minik8s/pkg/apiserver/openapi"
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/kinds"
@@ -38,6 +40,16 @@ type Config struct {
 	EncryptionKey []byte
 	// Authenticator identifies callers; nil serves everyone (in-process tests only).
 	Authenticator authn.Authenticator
+	// Authorizer decides what an authenticated caller may do (a 403
+	// otherwise); nil allows everything (in-process tests only).
+	Authorizer authz.Authorizer
+	// Admit checks what an authenticated caller creates or updates
+	// beyond validation (RBAC's privilege-escalation prevention); nil:
+	// nothing more.
+	Admit func(ctx context.Context, user authz.User, obj k8sruntime.Object) error
+	// RulesFor lists the RBAC rules of a user in a namespace, for
+	// SelfSubjectRulesReview (kubectl auth can-i --list); nil: none known.
+	RulesFor func(ctx context.Context, user authz.User, namespace string) ([]rbacv1.PolicyRule, error)
 	// Resources to serve; nil means kinds.All().
 	Resources []*registry.Resource
 	// BookmarkInterval is how often watches that allow bookmarks get one.
@@ -192,6 +204,7 @@ func New(cfg Config) (*Server, error) {
 		log:       cfg.Logger,
 		now:       cfg.Now,
 	}
+	s.discovery.addReviewAPIs()
 	if servesMetricsAPI(table) {
 		s.discovery.addMetricsAPI()
 		s.summaries = newSummaryCache(kubeletSummaries{client: s.kubelet.client}, cfg.MetricsCacheTTL, cfg.Now)
@@ -217,6 +230,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/openapi/", s.openapi)
 	mux.HandleFunc("/", s.serveAPI)
 	var h http.Handler = mux
+	if s.cfg.Authorizer != nil {
+		h = s.authorize(h)
+	}
 	if s.cfg.Authenticator != nil {
 		h = authn.Middleware(s.cfg.Authenticator, publicPaths, h)
 	}
@@ -235,7 +251,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-	if info.Group == metricsv1beta1.GroupName {
+	if isReview(info) {
+		if err := s.serveReview(rec, r, info); err != nil {
+			writeError(rec, err)
+		}
+	} else if info.Group == metricsv1beta1.GroupName {
 		s.serveResourceMetrics(rec, r, info)
 	} else {
 		s.serveResource(rec, r, info)

@@ -25,6 +25,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/minik8s/minik8s/pkg/controller/certificates"
+	"github.com/minik8s/minik8s/pkg/controller/clusterroleaggregation"
 	"github.com/minik8s/minik8s/pkg/controller/cronjob"
 	"github.com/minik8s/minik8s/pkg/controller/daemonset"
 	"github.com/minik8s/minik8s/pkg/controller/deployment"
@@ -140,6 +141,9 @@ var controllers = []struct {
 	}},
 	{"garbagecollector", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(garbagecollector.New(kc, garbagecollector.Config{}))
+	}},
+	{"clusterrole-aggregation", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(clusterroleaggregation.New(kc))
 	}},
 	{"podgc", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		return startOf(podgc.New(kc, podgc.Config{Quarantine: cfg.PodGCQuarantine}))

@@ -12,14 +12,19 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minik8s/minik8s/pkg/apiserver"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/apiserver/authz"
 	"github.com/minik8s/minik8s/pkg/clusterconfig"
 	"github.com/minik8s/minik8s/pkg/component"
 	"github.com/minik8s/minik8s/pkg/controllermanager"
@@ -205,6 +210,10 @@ type apiserverPart struct {
 	cfg   *Config
 	db    *etcdPart
 	ready chan struct{}
+	// authorizer and escalation are set once the apiserver serves: their
+	// informers list through it.
+	authorizer *authz.Deferred
+	escalation atomic.Pointer[authz.Escalation]
 	// cp describes the control plane, set before ready closes.
 	cp ControlPlane
 }
@@ -233,9 +242,23 @@ func (p *apiserverPart) Start(ctx context.Context) error {
 	// Bootstrap tokens are Secrets: the authenticator reads them through
 	// the apiserver's storage path (decrypting), once the apiserver exists.
 	secrets := &secretReader{}
+	p.authorizer = authz.NewDeferred()
 	api, err := apiserver.New(apiserver.Config{
 		Store: p.db.store, EncryptionKey: key, Logger: log, BookmarkInterval: cfg.BookmarkInterval, ServiceCIDR: cfg.ServiceCIDR,
-		Authenticator:     authn.Union(authn.NewX509(bundle.CAPool), tokens, authn.NewBootstrapToken(secrets.get, nil)),
+		Authenticator: authn.Union(authn.NewX509(bundle.CAPool), tokens, authn.NewBootstrapToken(secrets.get, nil)),
+		Authorizer:    authz.Union(authz.Masters, p.authorizer),
+		Admit: func(ctx context.Context, u authz.User, obj k8sruntime.Object) error {
+			if e := p.escalation.Load(); e != nil {
+				return e.Admit(ctx, u, obj)
+			}
+			return nil
+		},
+		RulesFor: func(ctx context.Context, u authz.User, ns string) ([]rbacv1.PolicyRule, error) {
+			if e := p.escalation.Load(); e != nil {
+				return e.RBAC.RulesFor(ctx, u, ns)
+			}
+			return nil, errors.New("authorization is not ready")
+		},
 		KubeletClientCert: kubeletCert,
 	})
 	if err != nil {
@@ -297,6 +320,9 @@ func (p *apiserverPart) serving(ctx context.Context, port int, api *apiserver.Se
 	if err != nil {
 		return err
 	}
+	if err := p.startAuthorization(ctx, admin); err != nil {
+		return err
+	}
 	nodeToken, err := ensureNodeToken(ctx, admin, nodeTokenPath, bundle.CAPEM, time.Now(), log)
 	if err != nil {
 		return err
@@ -311,6 +337,27 @@ func (p *apiserverPart) serving(ctx context.Context, port int, api *apiserver.Se
 		"port", port, "joinTokenFile", nodeTokenPath)
 	p.cp = ControlPlane{URL: url, KubeconfigPath: kubeconfig, EtcdEndpoint: p.db.endpoint, Server: api, Bundle: bundle,
 		NodeToken: nodeToken, NodeTokenPath: nodeTokenPath}
+	return nil
+}
+
+// startAuthorization starts the Node and RBAC authorizers on informers
+// of this apiserver (as kube-apiserver's loopback client does) and
+// reconciles the default roles and bindings. Until then, only
+// system:masters is served.
+func (p *apiserverPart) startAuthorization(ctx context.Context, admin kubernetes.Interface) error {
+	factory := informers.NewSharedInformerFactory(admin, 0)
+	rbac := authz.NewRBAC(factory)
+	node, err := authz.NewNode(factory, admin)
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	context.AfterFunc(ctx, factory.Shutdown)
+	if err := authz.Reconcile(ctx, admin); err != nil {
+		return fmt.Errorf("default RBAC policy: %w", err)
+	}
+	p.escalation.Store(&authz.Escalation{RBAC: rbac, Authorizer: authz.Union(authz.Masters, node, rbac)})
+	p.authorizer.Set(authz.Union(node, rbac))
 	return nil
 }
 

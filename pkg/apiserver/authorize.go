@@ -1,0 +1,119 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/minik8s/minik8s/pkg/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/apiserver/authz"
+	"github.com/minik8s/minik8s/pkg/registry"
+)
+
+// authorize answers 403 to an authenticated request its user may not
+// make. Requests without a user reached here only for the public paths.
+func (s *Server) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, ok := authn.UserFrom(r.Context())
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		a := attributesOf(r, parseRequestInfo(r), u)
+		d, reason, err := s.cfg.Authorizer.Authorize(r.Context(), a)
+		if d == authz.Allow {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err != nil {
+			s.log.Warn("authorization error", "user", u.Name, "verb", a.Verb, "resource", a.Resource, "path", a.Path, "err", err)
+		}
+		writeError(w, forbidden(a, reason))
+	})
+}
+
+// attributesOf describes request r of user u for the authorizer.
+func attributesOf(r *http.Request, info requestInfo, u *authn.User) authz.Attributes {
+	a := authz.Attributes{User: userOf(u), Path: r.URL.Path}
+	if !info.IsResource {
+		a.Verb = strings.ToLower(r.Method)
+		return a
+	}
+	a.IsResource, a.Verb = true, info.Verb
+	a.APIGroup, a.APIVersion, a.Namespace = info.Group, info.Version, info.Namespace
+	a.Resource, a.Subresource, a.Name = info.Resource, info.Subresource, info.Name
+	return a
+}
+
+func userOf(u *authn.User) authz.User {
+	return authz.User{Name: u.Name, UID: u.UID, Groups: u.Groups}
+}
+
+// forbidden is kube-apiserver's 403 for a.
+func forbidden(a authz.Attributes, reason string) error {
+	msg := authz.ForbiddenMessage(a)
+	if reason != "" {
+		msg += ": " + reason
+	}
+	gr := schema.GroupResource{}
+	if a.IsResource {
+		gr = schema.GroupResource{Group: a.APIGroup, Resource: a.Resource}
+	}
+	return apierrors.NewForbidden(gr, a.Name, errors.New(msg))
+}
+
+// admit runs the configured admission on what an authenticated user
+// writes.
+func (s *Server) admit(ctx context.Context, obj runtime.Object) error {
+	if s.cfg.Admit == nil {
+		return nil
+	}
+	u, ok := authn.UserFrom(ctx)
+	if !ok {
+		return nil
+	}
+	return s.cfg.Admit(ctx, userOf(u), obj)
+}
+
+// checkApprove is Kubernetes' certificate approval admission: approving
+// or denying a CSR takes the approve verb on its signer
+// (certificates.k8s.io signers, named by signerName or "<domain>/*"), so
+// that no requester approves its own request by holding update on
+// certificatesigningrequests/approval alone.
+func (s *Server) checkApprove(ctx context.Context, res *registry.Resource, info requestInfo) error {
+	if s.cfg.Authorizer == nil || (info.Verb != "update" && info.Verb != "patch") {
+		return nil
+	}
+	u, ok := authn.UserFrom(ctx)
+	if !ok {
+		return nil
+	}
+	obj, _, err := s.get(ctx, res, info.Namespace, info.Name)
+	if err != nil {
+		return err
+	}
+	csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
+	if !ok {
+		return nil
+	}
+	signer := csr.Spec.SignerName
+	names := []string{signer}
+	if domain, _, ok := strings.Cut(signer, "/"); ok {
+		names = append(names, domain+"/*")
+	}
+	for _, name := range names {
+		d, _, _ := s.cfg.Authorizer.Authorize(ctx, authz.Attributes{User: userOf(u), Verb: "approve", IsResource: true,
+			APIGroup: certificatesv1.GroupName, APIVersion: "v1", Resource: "signers", Name: name})
+		if d == authz.Allow {
+			return nil
+		}
+	}
+	return apierrors.NewForbidden(res.GroupResource(), info.Name, fmt.Errorf("user not permitted to approve requests with signerName %q", signer))
+}
