@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/minik8s/minik8s/pkg/apiserver/audit"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/apiserver/authz"
 	"github.com/minik8s/minik8s/pkg/registry"
@@ -26,17 +27,36 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		a := attributesOf(r, parseRequestInfo(r), u)
+		info := parseRequestInfo(r)
+		a := attributesOf(r, info, u)
+		describeForAudit(r.Context(), a, info)
 		d, reason, err := s.cfg.Authorizer.Authorize(r.Context(), a)
 		if d == authz.Allow {
+			audit.Annotate(r.Context(), audit.AnnDecision, "allow")
 			next.ServeHTTP(w, r)
 			return
+		}
+		audit.Annotate(r.Context(), audit.AnnDecision, "forbid")
+		if reason != "" {
+			audit.Annotate(r.Context(), audit.AnnReason, reason)
 		}
 		if err != nil {
 			s.log.Warn("authorization error", "user", u.Name, "verb", a.Verb, "resource", a.Resource, "path", a.Path, "err", err)
 		}
 		writeError(w, forbidden(a, reason))
 	})
+}
+
+// describeForAudit tells the audit log who asked what.
+func describeForAudit(ctx context.Context, a authz.Attributes, info requestInfo) {
+	req := audit.Request{Verb: a.Verb, IsResource: a.IsResource, APIGroup: a.APIGroup, Resource: a.Resource,
+		Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name, Path: a.Path}
+	var ref *audit.ObjectReference
+	if a.IsResource {
+		ref = &audit.ObjectReference{Resource: a.Resource, Namespace: a.Namespace, Name: a.Name, APIGroup: a.APIGroup,
+			APIVersion: info.Version, Subresource: a.Subresource}
+	}
+	audit.Describe(ctx, a.User.Name, a.User.UID, a.User.Groups, req, ref)
 }
 
 // attributesOf describes request r of user u for the authorizer.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
+	"github.com/minik8s/minik8s/pkg/apiserver/audit"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/apiserver/authz"
 	"github.com/minik8s/minik8s/pkg/apiserver/openapi"
@@ -47,6 +48,8 @@ type Config struct {
 	// beyond validation (RBAC's privilege-escalation prevention); nil:
 	// nothing more.
 	Admit func(ctx context.Context, user authz.User, obj k8sruntime.Object) error
+	// Audit, when set, logs requests (audit.k8s.io/v1 Events).
+	Audit *audit.Logger
 	// RulesFor lists the RBAC rules of a user in a namespace, for
 	// SelfSubjectRulesReview (kubectl auth can-i --list); nil: none known.
 	RulesFor func(ctx context.Context, user authz.User, namespace string) ([]rbacv1.PolicyRule, error)
@@ -235,6 +238,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.cfg.Authenticator != nil {
 		h = authn.Middleware(s.cfg.Authenticator, publicPaths, h)
+	}
+	if s.cfg.Audit != nil {
+		h = s.cfg.Audit.Middleware(h)
 	}
 	return s.withDeadline(s.recoverPanics(h))
 }

@@ -23,7 +23,7 @@ func Run(ctx context.Context, args []string) error {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serverCommand(), upCommand(), agentCommand(), tokenCommand(), imageCommand(), schedulerCommand(), controllerManagerCommand(), kubectlCommand(), proxyCommand(), benchCommand(), versionCommand())
+	root.AddCommand(serverCommand(), upCommand(), agentCommand(), tokenCommand(), kubeconfigCommand(), imageCommand(), schedulerCommand(), controllerManagerCommand(), kubectlCommand(), proxyCommand(), benchCommand(), versionCommand())
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
 }
@@ -37,6 +37,9 @@ type serverFlags struct {
 	clusterCIDR string
 	serviceCIDR string
 	verbose     bool
+	auditLog    string
+	auditPolicy string
+	auditMaxMB  int
 }
 
 func serverCommand() *cobra.Command {
@@ -55,6 +58,7 @@ func serverCommand() *cobra.Command {
 				DataDir: f.dataDir, BindAddress: f.bindAddress, Port: f.port,
 				EtcdServers: f.etcdServers, Hosts: f.hosts, Logger: log,
 				ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR,
+				AuditLogPath: f.auditLog, AuditPolicyFile: f.auditPolicy, AuditLogMaxSizeMB: f.auditMaxMB,
 			})
 		},
 	}
@@ -66,6 +70,9 @@ func serverCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range, split into one /24 per node")
 	cmd.Flags().StringVar(&f.serviceCIDR, "service-cluster-ip-range", apiserver.DefaultServiceCIDR, "Service cluster IP range")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "debug logging")
+	cmd.Flags().StringVar(&f.auditLog, "audit-log-path", "", `audit log file, one audit.k8s.io/v1 Event per line (default <data-dir>/audit.log; "-" for none)`)
+	cmd.Flags().StringVar(&f.auditPolicy, "audit-policy-file", "", "audit.k8s.io/v1 Policy (default: every write, Secret read and request of a user or node at Metadata level)")
+	cmd.Flags().IntVar(&f.auditMaxMB, "audit-log-maxsize", 100, "size in megabytes at which the audit log is rotated (one backup kept)")
 	return cmd
 }
 

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minik8s/minik8s/pkg/apiserver"
+	"github.com/minik8s/minik8s/pkg/apiserver/audit"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/apiserver/authz"
 	"github.com/minik8s/minik8s/pkg/clusterconfig"
@@ -59,6 +60,13 @@ type Config struct {
 	// Registry is the cluster's image registry (host:port, plain HTTP) as
 	// nodes reach it, published for them; empty: none.
 	Registry string
+	// AuditLogPath is the audit log (audit.k8s.io/v1 Event lines);
+	// default <DataDir>/audit.log, "-": no audit log. AuditPolicyFile is
+	// an audit.k8s.io/v1 Policy (default: audit.DefaultPolicy), and
+	// AuditLogMaxSizeMB where the log rotates (default 100).
+	AuditLogPath      string
+	AuditPolicyFile   string
+	AuditLogMaxSizeMB int
 	// DisableControllers names built-in controllers not to run: the
 	// scheduler, or controller-manager ones (controllermanager.Names).
 	DisableControllers []string
@@ -241,6 +249,13 @@ func (p *apiserverPart) Start(ctx context.Context) error {
 	}
 	// Bootstrap tokens are Secrets: the authenticator reads them through
 	// the apiserver's storage path (decrypting), once the apiserver exists.
+	auditLog, err := openAuditLog(*cfg)
+	if err != nil {
+		return err
+	}
+	if auditLog != nil {
+		defer auditLog.Close()
+	}
 	secrets := &secretReader{}
 	p.authorizer = authz.NewDeferred()
 	api, err := apiserver.New(apiserver.Config{
@@ -260,6 +275,7 @@ func (p *apiserverPart) Start(ctx context.Context) error {
 			return nil, errors.New("authorization is not ready")
 		},
 		KubeletClientCert: kubeletCert,
+		Audit:             auditLog,
 	})
 	if err != nil {
 		return err
@@ -338,6 +354,25 @@ func (p *apiserverPart) serving(ctx context.Context, port int, api *apiserver.Se
 	p.cp = ControlPlane{URL: url, KubeconfigPath: kubeconfig, EtcdEndpoint: p.db.endpoint, Server: api, Bundle: bundle,
 		NodeToken: nodeToken, NodeTokenPath: nodeTokenPath}
 	return nil
+}
+
+// openAuditLog opens the audit log cfg asks for (nil for "-").
+func openAuditLog(cfg Config) (*audit.Logger, error) {
+	path := cfg.AuditLogPath
+	switch path {
+	case "-":
+		return nil, nil
+	case "":
+		path = filepath.Join(cfg.DataDir, "audit.log")
+	}
+	policy := audit.DefaultPolicy()
+	if cfg.AuditPolicyFile != "" {
+		var err error
+		if policy, err = audit.LoadPolicy(cfg.AuditPolicyFile); err != nil {
+			return nil, err
+		}
+	}
+	return audit.NewLogger(audit.Config{Path: path, Policy: policy, MaxSizeMB: cfg.AuditLogMaxSizeMB})
 }
 
 // startAuthorization starts the Node and RBAC authorizers on informers

@@ -7,8 +7,11 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/minik8s/minik8s/pkg/apiserver/audit"
 )
 
 // clientAs is a client of c authenticated by a client certificate of
@@ -100,6 +105,53 @@ func TestAuthorizationJoinTokenAttack(t *testing.T) {
 	if len(got.Status.Certificate) > 0 || len(got.Status.Conditions) > 0 {
 		t.Errorf("the evil-admin CSR was approved or issued: %+v", got.Status)
 	}
+
+	// Every refusal is in the audit log, with who and what.
+	for _, want := range []struct{ user, verb, resource, sub string }{
+		{user, "list", "secrets", ""},
+		{user, "get", "secrets", ""},
+		{user, "delete", "secrets", ""},
+		{user, "update", "certificatesigningrequests", "approval"},
+		{"system:node:evil", "list", "secrets", ""},
+		{"system:node:evil", "update", "certificatesigningrequests", "approval"},
+	} {
+		found := false
+		for _, ev := range auditEvents(t, c) {
+			found = found || (ev.User.Username == want.user && ev.Verb == want.verb && ev.ObjectRef != nil &&
+				ev.ObjectRef.Resource == want.resource && ev.ObjectRef.Subresource == want.sub &&
+				ev.ResponseStatus != nil && ev.ResponseStatus.Code == 403)
+		}
+		if !found {
+			t.Errorf("no audit event of %s's %s %s/%s answered 403", want.user, want.verb, want.resource, want.sub)
+		}
+	}
+	for _, ev := range auditEvents(t, c) {
+		if ev.User.Username == user && ev.Verb == "list" && ev.ObjectRef != nil && ev.ObjectRef.Resource == "secrets" {
+			if ev.Annotations["authorization.k8s.io/decision"] != "forbid" || ev.Level != "Metadata" || ev.AuditID == "" ||
+				ev.APIVersion != "audit.k8s.io/v1" || ev.Kind != "Event" {
+				t.Errorf("audit event of the Secret list: %+v", ev)
+			}
+			break
+		}
+	}
+}
+
+// auditEvents reads the control plane's audit log.
+func auditEvents(t *testing.T, c *cluster) []audit.Event {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(c.dataDir, "audit.log"))
+	if err != nil {
+		t.Fatalf("audit log: %v", err)
+	}
+	var out []audit.Event
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev audit.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit log line %q: %v", line, err)
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 // TestAuthorizationRBAC: a new user can do nothing until bound to a role;

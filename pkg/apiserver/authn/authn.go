@@ -20,6 +20,9 @@ type User struct {
 	Name   string
 	UID    string
 	Groups []string // always includes AllAuthenticated
+	// Extra is what else the credential says, as Kubernetes' user.Info
+	// extra (a service account token's pod and node); nil for most.
+	Extra map[string][]string
 }
 
 // Authenticator tells who made a request. ok is false with a nil error when

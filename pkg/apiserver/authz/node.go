@@ -99,6 +99,10 @@ func (n *Node) Authorize(ctx context.Context, a Attributes) (Decision, string, e
 			return allow(n.podOnNode(ctx, a.Namespace, a.Name, node), "node '"+node+"' can only update the status of its own pods")
 		case a.Subresource == "" && a.Verb == "delete":
 			return allow(n.podOnNode(ctx, a.Namespace, a.Name, node), "node '"+node+"' can only delete its own pods")
+		case a.Subresource == "" && (a.Verb == "update" || a.Verb == "patch"):
+			// Virtual nodes (the Slurm provider) annotate their pods with
+			// the job they became; the spec stays immutable.
+			return allow(n.podOnNode(ctx, a.Namespace, a.Name, node), "node '"+node+"' can only modify its own pods")
 		case a.Subresource == "eviction" && a.Verb == "create":
 			return Allow, "", nil
 		}

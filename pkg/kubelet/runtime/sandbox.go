@@ -228,7 +228,10 @@ func (r *Containerd) killAndRemove(ctx context.Context, container containerd.Con
 				return ctx.Err()
 			}
 		}
-		if _, err := task.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+		// A task created but never started (its start was cancelled: the
+		// pod went while its sandbox was being made) is killed by the
+		// delete: a plain delete refuses it ("task must be stopped").
+		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("delete task: %w", err)
 		}
 	}
