@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -24,8 +25,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/minik8s/minik8s/pkg/apiserver/audit"
+	"github.com/minik8s/minik8s/pkg/cli"
+	"github.com/minik8s/minik8s/test/testutil"
 )
 
 // clientAs is a client of c authenticated by a client certificate of
@@ -394,4 +398,94 @@ func anonTransport(t *testing.T, c *cluster) http.RoundTripper {
 		t.Fatal(err)
 	}
 	return tr
+}
+
+// TestKubectlAuth: minik8s kubeconfig makes a user who can do nothing;
+// kubectl auth whoami and can-i (and --list) tell them so, then what a
+// binding gives them.
+func TestKubectlAuth(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	admin := newKubectl(t, c)
+	admin.ok(t, "create", "namespace", "team")
+	file := filepath.Join(t.TempDir(), "carol.kubeconfig")
+	if err := cli.Run(ctx, []string{"kubeconfig", "--kubeconfig", c.cp.KubeconfigPath, "--user", "carol", "--group", "devs", "-o", file}); err != nil {
+		t.Fatalf("minik8s kubeconfig: %v", err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("kubeconfig file: %v %v", fi, err)
+	}
+	carol := testutil.NewKubectl(t, file)
+	who := carol.OK(t, "auth", "whoami")
+	for _, want := range []string{"carol", "devs", "system:authenticated"} {
+		if !strings.Contains(who, want) {
+			t.Errorf("kubectl auth whoami: want %s in\n%s", want, who)
+		}
+	}
+	// kubectl auth can-i exits the process on "no" (os.Exit), so the
+	// refusals are asked through the API it uses.
+	carolClient := kubernetes.NewForConfigOrDie(restConfigOf(t, file))
+	canI := func(verb, group, resource, ns string) bool {
+		t.Helper()
+		r, err := carolClient.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: verb, Group: group, Resource: resource, Namespace: ns}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("self subject access review: %v", err)
+		}
+		return r.Status.Allowed
+	}
+	if canI("list", "", "pods", "team") {
+		t.Error("carol may list pods before any binding")
+	}
+	_, stderr, err := carol.Run(t, "get", "pods", "-n", "team")
+	if err == nil || !strings.Contains(stderr, `User "carol" cannot list resource "pods"`) {
+		t.Errorf("kubectl get pods as carol: %v\n%s", err, stderr)
+	}
+	admin.ok(t, "create", "rolebinding", "devs-edit", "--clusterrole=edit", "--group=devs", "-n", "team")
+	waitAllowed(t, "carol may list pods once bound", func() error {
+		if !canI("list", "", "pods", "team") {
+			return apierrors.NewForbidden(corev1.Resource("pods"), "", nil)
+		}
+		return nil
+	})
+	if out := carol.OK(t, "auth", "can-i", "list", "pods", "-n", "team"); strings.TrimSpace(out) != "yes" {
+		t.Errorf("kubectl auth can-i list pods with edit: %q", out)
+	}
+	if out := carol.OK(t, "auth", "can-i", "create", "deployments.apps", "-n", "team"); strings.TrimSpace(out) != "yes" {
+		t.Errorf("can-i create deployments with edit: %q", out)
+	}
+	if canI("create", rbacv1.GroupName, "rolebindings", "team") {
+		t.Error("edit lets carol create rolebindings")
+	}
+	if canI("list", "", "pods", "default") {
+		t.Error("a binding in team lets carol list pods in default")
+	}
+	list := carol.OK(t, "auth", "can-i", "--list", "-n", "team")
+	for _, want := range []string{"pods", "deployments.apps", "secrets", "selfsubjectaccessreviews.authorization.k8s.io"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("can-i --list lacks %s:\n%s", want, list)
+		}
+	}
+	carol.OK(t, "create", "configmap", "settings", "--from-literal=a=b", "-n", "team")
+	// The admin asks about someone else (SubjectAccessReview).
+	sar, err := c.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "dave", Groups: []string{"devs"}, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Resource: "configmaps", Namespace: "team"}}}, metav1.CreateOptions{})
+	if err != nil || !sar.Status.Allowed {
+		t.Errorf("subject access review of dave in devs: %v %+v", err, sar)
+	}
+	if _, err := carolClient.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "dave", ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods"}}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("carol asks about dave: %v, want 403", err)
+	}
+}
+
+// restConfigOf reads a kubeconfig file.
+func restConfigOf(t *testing.T, file string) *rest.Config {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
 }
