@@ -138,7 +138,7 @@ func decodeInto(data []byte, gvk schema.GroupVersionKind, into runtime.Object, d
 
 func addWarnings(w http.ResponseWriter, warnings []string) {
 	for _, msg := range warnings {
-		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+		w.Header().Add("Warning", warningHeader(msg))
 	}
 }
 

@@ -73,6 +73,9 @@ func newDiscovery(table *registry.Table) *discovery {
 		if r.Finalize {
 			sub("finalize", r.Kind, "", "", metav1.Verbs{"update"})
 		}
+		if isServiceAccounts(r) { // serviceaccounts.go
+			sub("token", "TokenRequest", "authentication.k8s.io", "v1", metav1.Verbs{"create"})
+		}
 		if isPods(r) { // served by the kubelets (proxy.go)
 			sub("attach", "PodAttachOptions", "", "", metav1.Verbs{"create", "get"})
 			sub("exec", "PodExecOptions", "", "", metav1.Verbs{"create", "get"})

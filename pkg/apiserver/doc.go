@@ -5,5 +5,7 @@
 // authentication, request deadlines and the health endpoints. It holds no
 // per-kind handlers: what differs between kinds is the registry.Resource
 // each kind's file in pkg/registry/kinds fills, whose hooks the handlers
-// call.
+// call. Service accounts are the exception kube-apiserver makes too
+// (serviceaccounts.go): the TokenRequest subresource, the ServiceAccount
+// admission of new pods and the default account of each new namespace.
 package apiserver

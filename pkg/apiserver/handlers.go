@@ -40,6 +40,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		writeError(w, methodNotAllowed(info))
 		return
 	}
+	// Admission's warnings go out as the response's Warning headers.
+	r = r.WithContext(withWarnings(r.Context(), w))
 	var err error
 	switch info.Subresource {
 	case "":
@@ -70,6 +72,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		err = s.servePodStream(w, r, res, info)
 	case "proxy":
 		err = s.serveProxy(w, r, res, info)
+	case "token":
+		err = s.serveToken(w, r, res, info)
 	default:
 		if a, ok := res.Action(info.Subresource); ok && info.Verb == "create" {
 			err = s.serveAction(w, r, res, a, info)
@@ -381,7 +385,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 	if err != nil {
 		return err
 	}
-	obj, err := s.update(ctx, res, info.Namespace, info.Name, mainResource, mutate, wo)
+	obj, err := s.update(ctx, res, info.Namespace, info.Name, scaleResource, mutate, wo)
 	if err != nil {
 		return err
 	}

@@ -103,10 +103,16 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, 
 	if res.CreatedBy != nil {
 		res.CreatedBy(obj, requesterFrom(ctx))
 	}
+	if err := s.admitServiceAccount(ctx, res, obj); err != nil {
+		return nil, err
+	}
 	if errs := res.ValidateCreate(obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), m.GetName(), errs)
 	}
 	if err := s.admit(ctx, obj); err != nil {
+		return nil, err
+	}
+	if err := s.validateAdmission(ctx, res, mainResource, obj, nil, opts); err != nil {
 		return nil, err
 	}
 	data, err := encodeStored(obj)
@@ -130,6 +136,7 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, 
 		return nil, storageError(err, res.GroupResource(), m.GetName())
 	}
 	m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	s.namespaceCreated(ctx, res, obj)
 	return obj, nil
 }
 
@@ -169,6 +176,9 @@ const (
 	actionResource subresource = "action"
 	// approvalResource is a CSR's Approved and Denied conditions.
 	approvalResource subresource = "approval"
+	// scaleResource is /scale: the replicas, changed as the main
+	// resource's, but a subresource to admission.
+	scaleResource subresource = "scale"
 )
 
 // update is the read-mutate-write loop shared by PUT, PATCH and the
@@ -209,6 +219,9 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 			if err := s.admit(ctx, obj); err != nil {
 				return nil, err
 			}
+		}
+		if err := s.validateAdmission(ctx, res, sub, obj, current, opts); err != nil {
+			return nil, err
 		}
 		om, _ := meta.Accessor(obj)
 		data, err := encodeStored(obj)

@@ -23,12 +23,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
+	"github.com/minik8s/minik8s/pkg/admission"
 	"github.com/minik8s/minik8s/pkg/apiserver/audit"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/apiserver/authz"
 	"github.com/minik8s/minik8s/pkg/apiserver/openapi"
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/kinds"
+	"github.com/minik8s/minik8s/pkg/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/storage"
 )
 
@@ -48,6 +50,10 @@ type Config struct {
 	// beyond validation (RBAC's privilege-escalation prevention); nil:
 	// nothing more.
 	Admit func(ctx context.Context, user authz.User, obj k8sruntime.Object) error
+	// Admission is the validating admission run on every create and
+	// update (admission.go); nil is DefaultAdmission (PodSecurity), an
+	// empty list none.
+	Admission []admission.Plugin
 	// Audit, when set, logs requests (audit.k8s.io/v1 Events).
 	Audit *audit.Logger
 	// RulesFor lists the RBAC rules of a user in a namespace, for
@@ -74,6 +80,10 @@ type Config struct {
 	// RequestTimeout bounds every request but watches and streams
 	// (deadline.go); default DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// ServiceAccountTokens signs the tokens of the TokenRequest API (POST
+	// .../serviceaccounts/<name>/token, serviceaccounts.go); nil serves
+	// none.
+	ServiceAccountTokens *serviceaccount.Signer
 }
 
 // Defaults of the service address ranges, as Kubernetes'.
@@ -134,6 +144,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
+	if cfg.Admission == nil {
+		cfg.Admission = DefaultAdmission()
+	}
 	var portMin, portMax int
 	if _, err := fmt.Sscanf(cfg.NodePortRange, "%d-%d", &portMin, &portMax); err != nil || portMin < 1 || portMax > 65535 || portMin > portMax {
 		return nil, fmt.Errorf("node port range %q: want min-max", cfg.NodePortRange)
@@ -171,6 +184,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		for _, a := range r.Actions {
 			subs = append(subs, a.Name)
+		}
+		if isServiceAccounts(r) {
+			subs = append(subs, "token")
 		}
 		if r.Approval != nil {
 			subs = append(subs, "approval")
@@ -337,7 +353,8 @@ func (s *Server) bodyJSON(r *http.Request, data []byte, gvk schema.GroupVersionK
 // defaultNamespaces exist in every cluster, as in Kubernetes.
 var defaultNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
-// EnsureDefaults creates the namespaces every cluster has. It is idempotent.
+// EnsureDefaults creates the namespaces every cluster has and the default
+// service account of every namespace. It is idempotent.
 func (s *Server) EnsureDefaults(ctx context.Context) error {
 	res, ok := s.table.Lookup(corev1.SchemeGroupVersion.WithResource("namespaces"))
 	if !ok {
@@ -350,7 +367,7 @@ func (s *Server) EnsureDefaults(ctx context.Context) error {
 			return fmt.Errorf("create namespace %s: %w", name, err)
 		}
 	}
-	return nil
+	return s.ensureDefaultServiceAccounts(ctx)
 }
 
 func goVersion() string { return runtime.Version() }

@@ -40,6 +40,8 @@ import (
 	"github.com/minik8s/minik8s/pkg/controller/podautoscaler"
 	"github.com/minik8s/minik8s/pkg/controller/podgc"
 	"github.com/minik8s/minik8s/pkg/controller/replicaset"
+	"github.com/minik8s/minik8s/pkg/controller/rootcacertpublisher"
+	"github.com/minik8s/minik8s/pkg/controller/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/controller/statefulset"
 	"github.com/minik8s/minik8s/pkg/controller/ttlafterfinished"
 	"github.com/minik8s/minik8s/pkg/controller/volume/localpath"
@@ -61,6 +63,10 @@ type Config struct {
 	REST *rest.Config
 	// CA signs approved node certificates; nil disables csrsigning.
 	CA certificates.CA
+	// RootCA is the cluster CA (PEM) published in every namespace as the
+	// kube-root-ca.crt ConfigMap; empty: REST's CA data, as
+	// kube-controller-manager falls back to its kubeconfig's.
+	RootCA []byte
 	// ClusterCIDR is carved into nodes' pod CIDRs (nodeipam).
 	ClusterCIDR string
 	// Disable names controllers not to run (Names lists them).
@@ -144,6 +150,19 @@ var controllers = []struct {
 	}},
 	{"clusterrole-aggregation", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(clusterroleaggregation.New(kc))
+	}},
+	{"serviceaccount", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(serviceaccount.New(kc))
+	}},
+	{"root-ca-cert-publisher", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+		ca := cfg.RootCA
+		if len(ca) == 0 && kc.REST != nil {
+			ca = kc.REST.CAData
+		}
+		if len(ca) == 0 {
+			return nil, nil
+		}
+		return startOf(rootcacertpublisher.New(kc, ca))
 	}},
 	{"podgc", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		return startOf(podgc.New(kc, podgc.Config{Quarantine: cfg.PodGCQuarantine}))

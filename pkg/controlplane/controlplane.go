@@ -257,10 +257,14 @@ func (p *apiserverPart) Start(ctx context.Context) error {
 		defer auditLog.Close()
 	}
 	secrets := &secretReader{}
+	saSigner, saTokens, err := serviceAccountTokens(bundle, secrets)
+	if err != nil {
+		return err
+	}
 	p.authorizer = authz.NewDeferred()
 	api, err := apiserver.New(apiserver.Config{
 		Store: p.db.store, EncryptionKey: key, Logger: log, BookmarkInterval: cfg.BookmarkInterval, ServiceCIDR: cfg.ServiceCIDR,
-		Authenticator: authn.Union(authn.NewX509(bundle.CAPool), tokens, authn.NewBootstrapToken(secrets.get, nil)),
+		Authenticator: authn.Union(authn.NewX509(bundle.CAPool), tokens, authn.NewBootstrapToken(secrets.get, nil), saTokens),
 		Authorizer:    authz.Union(authz.Masters, p.authorizer),
 		Admit: func(ctx context.Context, u authz.User, obj k8sruntime.Object) error {
 			if e := p.escalation.Load(); e != nil {
@@ -274,8 +278,9 @@ func (p *apiserverPart) Start(ctx context.Context) error {
 			}
 			return nil, errors.New("authorization is not ready")
 		},
-		KubeletClientCert: kubeletCert,
-		Audit:             auditLog,
+		KubeletClientCert:    kubeletCert,
+		Audit:                auditLog,
+		ServiceAccountTokens: saSigner,
 	})
 	if err != nil {
 		return err

@@ -10,8 +10,11 @@
 //	tokens.csv                 the static bearer-token file, in the format of
 //	                           Kubernetes' --token-auth-file
 //	                           (token,user,uid,"group1,group2"); holds the admin token
+//	sa.key                     signs service account tokens (pkg/serviceaccount);
+//	                           created once and kept, as kubeadm's sa.key: replacing
+//	                           it revokes every token issued
 //
-// Keys are ECDSA P-256. Every file is mode 0600 and written atomically
+// Keys are ECDSA P-256 (sa.key may also be an RSA key put there by hand). Every file is mode 0600 and written atomically
 // (temporary file, fsync, rename), so a crash never leaves half a file; a
 // certificate whose key no longer matches (a crash between writing the two) is
 // simply re-issued on the next Ensure.

@@ -32,6 +32,8 @@ const (
 	AdminCertFile   = "admin.crt"
 	AdminKeyFile    = "admin.key"
 	TokensFile      = "tokens.csv"
+	// ServiceAccountKeyFile signs service account tokens (serviceaccount.go).
+	ServiceAccountKeyFile = "sa.key"
 )
 
 // The admin identity, both in its client certificate and in its token row.
@@ -69,6 +71,9 @@ type Bundle struct {
 	AdminCertPEM, AdminKeyPEM []byte
 	AdminToken                string // random bearer token for the admin
 	TokenFile                 string // path of the static token file
+	// ServiceAccountKey signs service account tokens (ECDSA P-256, or an
+	// RSA key placed in sa.key by hand); kept forever once created.
+	ServiceAccountKey crypto.Signer
 
 	dir    string
 	caCert *x509.Certificate
@@ -77,7 +82,8 @@ type Bundle struct {
 }
 
 // Ensure creates the CA, the serving certificate, the admin client
-// certificate and the admin token on first call and loads them on later
+// certificate, the admin token and the service account signing key on
+// first call and loads them on later
 // calls. The CA is kept forever; the serving certificate is re-issued by the
 // same CA when the wanted hosts include a name it lacks or it is within 30
 // days of expiry; the admin certificate is re-signed (same key) within 30
@@ -102,6 +108,9 @@ func Ensure(cfg Config) (*Bundle, error) {
 		return nil, err
 	}
 	if err := b.ensureAdminToken(); err != nil {
+		return nil, err
+	}
+	if err := b.ensureServiceAccountKey(); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -416,6 +425,8 @@ func parseKeyPEM(data []byte) (crypto.Signer, error) {
 		switch block.Type {
 		case "EC PRIVATE KEY":
 			return x509.ParseECPrivateKey(block.Bytes)
+		case "RSA PRIVATE KEY":
+			return x509.ParsePKCS1PrivateKey(block.Bytes)
 		case "PRIVATE KEY":
 			k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 			if err != nil {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-var allFiles = []string{CACertFile, CAKeyFile, ServingCertFile, ServingKeyFile, AdminCertFile, AdminKeyFile, TokensFile}
+var allFiles = []string{CACertFile, CAKeyFile, ServingCertFile, ServingKeyFile, AdminCertFile, AdminKeyFile, TokensFile, ServiceAccountKeyFile}
 
 func mustEnsure(t *testing.T, cfg Config) *Bundle {
 	t.Helper()
@@ -53,6 +53,7 @@ func TestEnsureCreatesAndReloads(t *testing.T) {
 		{"admin cert", first.AdminCertPEM, second.AdminCertPEM},
 		{"admin token", []byte(first.AdminToken), []byte(second.AdminToken)},
 		{"serving cert", first.Serving.Certificate[0], second.Serving.Certificate[0]},
+		{"service account key", publicDER(t, first.ServiceAccountKey), publicDER(t, second.ServiceAccountKey)},
 	}
 	for _, tc := range same {
 		t.Run("same "+tc.name, func(t *testing.T) {
@@ -253,6 +254,27 @@ func TestEnsureRecoversAndRefuses(t *testing.T) {
 					t.Errorf("admin key changed")
 				}
 				verifies(t, after, after.AdminCert.Leaf, x509.ExtKeyUsageClientAuth)
+			},
+		},
+		{
+			name: "service account key corrupt",
+			damage: func(dir string) error {
+				return os.WriteFile(filepath.Join(dir, ServiceAccountKeyFile), []byte("garbage"), 0o600)
+			},
+			wantErr: true,
+		},
+		{
+			name:    "service account key on another curve",
+			damage:  func(dir string) error { return writeP384Key(filepath.Join(dir, ServiceAccountKeyFile)) },
+			wantErr: true,
+		},
+		{
+			name:   "service account key missing",
+			damage: func(dir string) error { return os.Remove(filepath.Join(dir, ServiceAccountKeyFile)) },
+			check: func(t *testing.T, before, after *Bundle) {
+				if after.ServiceAccountKey == nil || bytes.Equal(publicDER(t, before.ServiceAccountKey), publicDER(t, after.ServiceAccountKey)) {
+					t.Errorf("service account key not re-created")
+				}
 			},
 		},
 		{

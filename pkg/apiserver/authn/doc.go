@@ -1,5 +1,5 @@
 // Package authn owns authentication: deciding who is making an HTTP request
-// to the apiserver. It knows three kinds of credentials, as Kubernetes does:
+// to the apiserver. It knows four kinds of credentials, as Kubernetes does:
 //
 //   - X.509 client certificates signed by the cluster CA (NewX509):
 //     CN is the user name, O the groups;
@@ -8,7 +8,13 @@
 //   - bootstrap tokens "<id>.<secret>" (NewBootstrapToken), checked against
 //     their Secrets in kube-system on every request: the user
 //     system:bootstrap:<id> in system:bootstrappers, for nodes that join
-//     (pkg/bootstrap/token has the format and the rules).
+//     (pkg/bootstrap/token has the format and the rules);
+//   - service account tokens, JWTs the apiserver signs (the TokenRequest
+//     API; pkg/serviceaccount has the format), checked against the
+//     store on every request (NewServiceAccountToken): the user
+//     system:serviceaccount:<ns>:<name> in system:serviceaccounts and
+//     system:serviceaccounts:<ns>, valid while the account and the pod,
+//     Secret or Node the token is bound to exist.
 //
 // Union tries several authenticators in turn. Middleware runs an
 // Authenticator in front of a handler: it answers 401 with a Kubernetes

@@ -1,0 +1,80 @@
+// Package admission is the apiserver's validating admission, as
+// kube-apiserver's validating admission plugins: after an object to be
+// created or updated has passed defaulting and validation, every plugin
+// of the apiserver's table looks at the write, with read access to other
+// stored objects, and may refuse it with an API error, add warnings to
+// the response (the Warning header kubectl prints) and annotate the
+// request's audit event. Plugins do not change the object.
+package admission
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Operation is the kind of write under admission.
+type Operation string
+
+// The operations admission sees, spelled as Kubernetes' admission API.
+const (
+	Create Operation = "CREATE"
+	Update Operation = "UPDATE"
+)
+
+// Attributes describe one write.
+type Attributes struct {
+	// Resource and Kind of the object; Subresource is "" for the resource
+	// itself, else the subresource written: "status", "scale",
+	// "finalize", "approval", or "action" for a registry.Action (a pod's
+	// binding).
+	Resource    schema.GroupVersionResource
+	Kind        schema.GroupVersionKind
+	Subresource string
+	Operation   Operation
+	// Namespace and Name of the object ("" namespace for cluster-scoped
+	// objects); a generateName has been resolved.
+	Namespace, Name string
+	// Object is the object about to be stored, OldObject the stored one
+	// (nil on create). Plugins must not change either.
+	Object, OldObject runtime.Object
+	// DryRun is true for a ?dryRun=All request, which admission checks as
+	// any other.
+	DryRun bool
+	// UserName is the authenticated user; "" for in-process writes.
+	UserName string
+}
+
+// Objects reads stored objects for a plugin.
+type Objects interface {
+	// Get returns one object, or an API error (NotFound).
+	Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error)
+	// List returns every object of gvr in namespace (all namespaces
+	// when "").
+	List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error)
+}
+
+// Result is a plugin's decision on one write.
+type Result struct {
+	// Err, when set, refuses the write: an API status error
+	// (k8s.io/apimachinery/pkg/api/errors) that the client gets as is.
+	Err error
+	// Warnings go to the client in Warning headers, even when the write
+	// is refused.
+	Warnings []string
+	// AuditAnnotations are added, keys as given, to the request's audit
+	// event, even when the write is refused.
+	AuditAnnotations map[string]string
+}
+
+// Plugin is one validating admission plugin.
+type Plugin interface {
+	// Name is the plugin's name, as kube-apiserver's --enable-admission-plugins
+	// spells it.
+	Name() string
+	// Validate decides on the write a describes. It is called for every
+	// create and update of every resource and answers quickly, with a
+	// zero Result, for those it does not look at.
+	Validate(ctx context.Context, a *Attributes, objects Objects) Result
+}

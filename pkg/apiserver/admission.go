@@ -1,0 +1,128 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/minik8s/minik8s/pkg/admission"
+	"github.com/minik8s/minik8s/pkg/admission/podsecurity"
+	"github.com/minik8s/minik8s/pkg/apiserver/audit"
+	"github.com/minik8s/minik8s/pkg/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/registry"
+)
+
+// DefaultAdmission is the validating admission an apiserver runs unless
+// its Config says otherwise: kube-apiserver's default-enabled validating
+// plugins that minik8s has, in order.
+func DefaultAdmission() []admission.Plugin {
+	return []admission.Plugin{podsecurity.New()}
+}
+
+// validateAdmission runs the validating admission plugins on a create
+// (old nil) or update that passed validation, before anything is
+// written (dry runs included). Every plugin's audit annotations and
+// warnings are recorded; the first refusal ends the write.
+func (s *Server) validateAdmission(ctx context.Context, res *registry.Resource, sub subresource, obj, old runtime.Object, opts writeOptions) error {
+	if len(s.cfg.Admission) == 0 {
+		return nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	a := &admission.Attributes{
+		Resource: res.GroupVersionResource, Kind: res.GroupVersionKind(), Subresource: string(sub),
+		Operation: admission.Update, Namespace: m.GetNamespace(), Name: m.GetName(),
+		Object: obj, OldObject: old, DryRun: opts.dryRun,
+	}
+	if old == nil {
+		a.Operation = admission.Create
+	}
+	if u, ok := authn.UserFrom(ctx); ok {
+		a.UserName = u.Name
+	}
+	for _, p := range s.cfg.Admission {
+		r := p.Validate(ctx, a, storedObjects{s})
+		for k, v := range r.AuditAnnotations {
+			audit.Annotate(ctx, k, v)
+		}
+		for _, w := range r.Warnings {
+			addWarning(ctx, w)
+		}
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
+}
+
+// storedObjects reads objects for admission plugins.
+type storedObjects struct{ s *Server }
+
+func (o storedObjects) Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+	res, ok := o.s.table.Lookup(gvr)
+	if !ok {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	obj, _, err := o.s.get(ctx, res, namespace, name)
+	return obj, err
+}
+
+func (o storedObjects) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error) {
+	res, ok := o.s.table.Lookup(gvr)
+	if !ok {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+	}
+	lr, err := o.s.list(ctx, res, namespace, &metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return lr.items, nil
+}
+
+// Warnings of a request that are not the decoder's: the handlers put a
+// recorder in the request's context, and whatever runs for the request
+// (admission) adds Warning headers to its response through it, each
+// message once, as Kubernetes' warning recorder. Warnings added after
+// the response's headers went out are lost.
+
+type warningsKey struct{}
+
+type warningRecorder struct {
+	mu     sync.Mutex
+	header http.Header
+	seen   map[string]bool
+}
+
+// withWarnings returns ctx with a recorder that adds warnings to w's headers.
+func withWarnings(ctx context.Context, w http.ResponseWriter) context.Context {
+	return context.WithValue(ctx, warningsKey{}, &warningRecorder{header: w.Header(), seen: map[string]bool{}})
+}
+
+// addWarning adds a Warning header to the response of ctx's request;
+// nothing for in-process calls.
+func addWarning(ctx context.Context, msg string) {
+	rec, ok := ctx.Value(warningsKey{}).(*warningRecorder)
+	if !ok || msg == "" {
+		return
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.seen[msg] {
+		return
+	}
+	rec.seen[msg] = true
+	rec.header.Add("Warning", warningHeader(msg))
+}
+
+// warningHeader is the value of a Warning header: code 299, no agent, the
+// quoted message, as kube-apiserver writes it and client-go parses it.
+func warningHeader(msg string) string { return "299 - " + strconv.Quote(msg) }
