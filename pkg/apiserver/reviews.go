@@ -63,6 +63,12 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info reques
 	switch o := obj.(type) {
 	case *authenticationv1.SelfSubjectReview:
 		o.Status.UserInfo = authenticationv1.UserInfo{Username: me.Name, UID: me.UID, Groups: slices.Clone(me.Groups)}
+		if u != nil && len(u.Extra) > 0 {
+			o.Status.UserInfo.Extra = map[string]authenticationv1.ExtraValue{}
+			for k, v := range u.Extra {
+				o.Status.UserInfo.Extra[k] = slices.Clone(v)
+			}
+		}
 	case *authorizationv1.SelfSubjectAccessReview:
 		o.Status = s.review(ctx, me, o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.SubjectAccessReview:
