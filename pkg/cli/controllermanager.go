@@ -15,11 +15,12 @@ import (
 )
 
 type controllerManagerFlags struct {
-	kubeconfig  string
-	pkiDir      string
-	clusterCIDR string
-	disable     []string
-	leaderElect bool
+	kubeconfig         string
+	pkiDir             string
+	clusterCIDR        string
+	disable            []string
+	leaderElect        bool
+	accountCredentials bool
 }
 
 func controllerManagerCommand() *cobra.Command {
@@ -38,7 +39,8 @@ while it holds the kube-system/` + controllermanager.LeaseName + ` Lease, so sev
 			rc.QPS, rc.Burst = 100, 200
 			cfg := controllermanager.Config{
 				REST: rc, ClusterCIDR: f.clusterCIDR, Disable: f.disable, LeaderElection: f.leaderElect,
-				Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+				ServiceAccountCredentials: f.accountCredentials,
+				Logger:                    slog.New(slog.NewTextHandler(os.Stderr, nil)),
 			}
 			if f.pkiDir != "" {
 				b, err := pki.Ensure(pki.Config{Dir: f.pkiDir})
@@ -55,6 +57,8 @@ while it holds the kube-system/` + controllermanager.LeaseName + ` Lease, so sev
 	fl.StringVar(&f.pkiDir, "pki-dir", "", "the server's PKI directory (<data-dir>/pki): signs approved node certificates (csrsigning runs only with it)")
 	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range, one /24 per node")
 	fl.StringSliceVar(&f.disable, "disable", nil, "controllers not to run")
+	fl.BoolVar(&f.accountCredentials, "use-service-account-credentials", true,
+		"run each controller as its own service account in kube-system, authorized by its role system:controller:<account>")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "take the kube-system/"+controllermanager.LeaseName+" Lease before acting")
 	return cmd
 }

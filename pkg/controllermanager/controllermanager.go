@@ -59,8 +59,16 @@ const LeaseName = "kube-controller-manager"
 
 // Config is what Run needs. REST is required.
 type Config struct {
-	// REST reaches the apiserver with the controllers' credentials.
+	// REST reaches the apiserver with the controller manager's
+	// credential: its informers, Events and Lease, and, without
+	// ServiceAccountCredentials, every controller's requests.
 	REST *rest.Config
+	// ServiceAccountCredentials runs each controller as its own service
+	// account in kube-system (kube-controller-manager's
+	// --use-service-account-credentials), authorized by the role
+	// system:controller:<account>; REST's user then needs only what
+	// Kubernetes' system:kube-controller-manager role holds.
+	ServiceAccountCredentials bool
 	// CA signs approved node certificates; nil disables csrsigning.
 	CA certificates.CA
 	// RootCA is the cluster CA (PEM) published in every namespace as the
@@ -98,63 +106,64 @@ type startFunc func(ctx context.Context) error
 
 // controllers is the table of built-in controllers, in start order. Each
 // is built from the term's kit.Context (one client, informer factory and
-// event broadcaster for all) and the manager's Config.
+// event broadcaster for all) and the manager's Config; account is its
+// service account in kube-system, Kubernetes' name for it where it has one.
 var controllers = []struct {
-	name  string
+	name, account string
 	build func(*kit.Context, *Config) (startFunc, error)
 }{
-	{"namespace", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"namespace", "namespace-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(namespace.New(kc))
 	}},
-	{"nodeipam", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+	{"nodeipam", "node-controller", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		return startOf(nodeipam.New(kc, nodeipam.Config{ClusterCIDR: cfg.ClusterCIDR}))
 	}},
-	{"csrapproving", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"csrapproving", "certificate-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(certificates.NewApprover(kc, certificates.Config{}))
 	}},
-	{"csrsigning", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+	{"csrsigning", "certificate-controller", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		if cfg.CA == nil {
 			return nil, nil
 		}
 		return startOf(certificates.NewSigner(kc, cfg.CA, certificates.SignerConfig{}))
 	}},
-	{"replicaset", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"replicaset", "replicaset-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(replicaset.New(kc, replicaset.DefaultConfig()))
 	}},
-	{"deployment", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"deployment", "deployment-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(deployment.New(kc, deployment.DefaultConfig()))
 	}},
-	{"daemonset", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"daemonset", "daemon-set-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(daemonset.New(kc, daemonset.Config{}))
 	}},
-	{"statefulset", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"statefulset", "statefulset-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(statefulset.New(kc, statefulset.Config{}))
 	}},
-	{"endpoint", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"endpoint", "endpoint-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(endpoints.New(kc, endpoints.Config{}))
 	}},
-	{"endpointslice", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"endpointslice", "endpointslice-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(endpointslice.New(kc, endpointslice.Config{}))
 	}},
-	{"job", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"job", "job-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(job.New(kc, job.Config{}))
 	}},
-	{"cronjob", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"cronjob", "cronjob-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(cronjob.New(kc, cronjob.Config{}))
 	}},
-	{"ttl-after-finished", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"ttl-after-finished", "ttl-after-finished-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(ttlafterfinished.New(kc, ttlafterfinished.Config{}))
 	}},
-	{"garbagecollector", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"garbagecollector", "generic-garbage-collector", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(garbagecollector.New(kc, garbagecollector.Config{}))
 	}},
-	{"clusterrole-aggregation", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"clusterrole-aggregation", "clusterrole-aggregation-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(clusterroleaggregation.New(kc))
 	}},
-	{"serviceaccount", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"serviceaccount", "service-account-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(serviceaccount.New(kc))
 	}},
-	{"root-ca-cert-publisher", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+	{"root-ca-cert-publisher", "root-ca-cert-publisher", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		ca := cfg.RootCA
 		if len(ca) == 0 && kc.REST != nil {
 			ca = kc.REST.CAData
@@ -164,28 +173,28 @@ var controllers = []struct {
 		}
 		return startOf(rootcacertpublisher.New(kc, ca))
 	}},
-	{"podgc", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+	{"podgc", "pod-garbage-collector", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		return startOf(podgc.New(kc, podgc.Config{Quarantine: cfg.PodGCQuarantine}))
 	}},
-	{"nodelifecycle", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+	{"nodelifecycle", "node-controller", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		return startOf(nodelifecycle.New(kc, nodelifecycle.Config{NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod}))
 	}},
-	{"persistentvolume-binder", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"persistentvolume-binder", "persistent-volume-binder", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(persistentvolume.New(kc, persistentvolume.Config{}))
 	}},
-	{"pv-protection", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"pv-protection", "pv-protection-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(protection.NewPV(kc))
 	}},
-	{"pvc-protection", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"pvc-protection", "pvc-protection-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(protection.NewPVC(kc))
 	}},
-	{"local-path-provisioner", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"local-path-provisioner", "local-path-provisioner", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(localpath.New(kc))
 	}},
-	{"workflow", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"workflow", "workflow-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(engine.NewWorkflowController(kc, nil, nil))
 	}},
-	{"workflowrun", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"workflowrun", "workflow-engine", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		// Every state a run waits in costs a status write: the engine
 		// writes with a client of its own, at the scheduler's rate, so
 		// busy workflows neither wait on nor starve the other controllers.
@@ -199,10 +208,10 @@ var controllers = []struct {
 		}
 		return startOf(engine.NewRunController(kc, cfg))
 	}},
-	{"trigger", func(kc *kit.Context, _ *Config) (startFunc, error) {
+	{"trigger", "trigger-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(trigger.New(kc, trigger.Config{Invoker: &invoke.Router{Client: kc.Client}}))
 	}},
-	{"horizontalpodautoscaling", func(kc *kit.Context, cfg *Config) (startFunc, error) {
+	{"horizontalpodautoscaling", "horizontal-pod-autoscaler", func(kc *kit.Context, cfg *Config) (startFunc, error) {
 		metrics, err := metricsclient.NewForConfig(kc.REST)
 		if err != nil {
 			return nil, err
@@ -311,7 +320,13 @@ func runTerm(ctx context.Context, cfg *Config, rc *rest.Config, client kubernete
 		if slices.Contains(cfg.Disable, c.name) {
 			continue
 		}
-		start, err := c.build(kc, cfg)
+		ckc := kc
+		if cfg.ServiceAccountCredentials {
+			if ckc, err = asServiceAccount(kc, client, c.account); err != nil {
+				return fmt.Errorf("controller %s: %w", c.name, err)
+			}
+		}
+		start, err := c.build(ckc, cfg)
 		if err != nil {
 			return fmt.Errorf("controller %s: %w", c.name, err)
 		}

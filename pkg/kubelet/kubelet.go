@@ -257,6 +257,11 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	}
 	switch {
 	case running == nil && !terminal(pod.Status.Phase):
+		if a, ok := k.cfg.Provider.(PodAdmitter); ok {
+			if reason, message := a.AdmitPod(pod); reason != "" {
+				return k.rejectPod(ctx, pod, reason, message)
+			}
+		}
 		if err := k.cfg.Provider.CreatePod(ctx, pod); err != nil {
 			return fmt.Errorf("create pod: %w", err)
 		}
@@ -267,6 +272,30 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	}
 	return k.syncStatus(ctx, pod)
 }
+
+// PodAdmitter is a provider that refuses some pods before running any of
+// their containers, as the kubelet's admission handlers do (a sysctl the
+// node does not allow): reason is empty when the pod is admitted.
+type PodAdmitter interface {
+	AdmitPod(pod *corev1.Pod) (reason, message string)
+}
+
+// rejectPod fails a pod the provider refused, in the kubelet's words:
+// phase Failed, the refusal's reason, "Pod was rejected: <message>".
+func (k *Kubelet) rejectPod(ctx context.Context, pod *corev1.Pod, reason, message string) error {
+	k.log.Info("pod rejected", "pod", klogRef(pod), "reason", reason, "message", message)
+	updated := pod.DeepCopy()
+	updated.Status.Phase = corev1.PodFailed
+	updated.Status.Reason = reason
+	updated.Status.Message = "Pod was rejected: " + message
+	_, err := k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func klogRef(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 
 func terminal(p corev1.PodPhase) bool { return p == corev1.PodSucceeded || p == corev1.PodFailed }
 

@@ -405,21 +405,13 @@ spec:
 			t.Errorf("sysctls in the pod: %q", got)
 		}
 		// An unsafe sysctl is forbidden: the kubelet rejects the pod
-		// (Failed, SysctlForbidden) or refuses its containers.
-		const want = `forbidden sysctl: "kernel.msgmax" not allowlisted`
-		p := c.waitPod("default", "unsafe-sysctl", time.Minute, "forbidden", func(p *corev1.Pod) bool {
-			if p.Status.Phase == corev1.PodFailed && p.Status.Reason == "SysctlForbidden" {
-				return true
-			}
-			for _, cs := range p.Status.ContainerStatuses {
-				if w := cs.State.Waiting; w != nil && w.Reason == "CreateContainerConfigError" && w.Message == want {
-					return true
-				}
-			}
-			return false
+		// before any container starts, in Kubernetes' words.
+		const want = `Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted`
+		p := c.waitPod("default", "unsafe-sysctl", time.Minute, "rejected", func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodFailed
 		})
-		if p.Status.Phase == corev1.PodRunning {
-			t.Errorf("a pod with an unsafe sysctl runs: %s", describeStatus(p))
+		if p.Status.Reason != "SysctlForbidden" || p.Status.Message != want || len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil {
+			t.Errorf("a pod with an unsafe sysctl: %s, want Failed, SysctlForbidden, %q", describeStatus(p), want)
 		}
 	})
 }

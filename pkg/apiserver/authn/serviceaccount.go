@@ -2,9 +2,13 @@ package authn
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +28,26 @@ type serviceAccountTokens struct {
 	verify *serviceaccount.Verifier
 	get    ObjectGetter
 	now    func() time.Time
+
+	// cache keeps tokens found valid for tokenCacheTTL (or until they
+	// expire), as kube-apiserver's token cache does: controllers send one
+	// token with every request, and each check reads the account and what
+	// the token is bound to from storage.
+	mu    sync.Mutex
+	cache map[[sha256.Size]byte]cachedUser
 }
+
+type cachedUser struct {
+	user  User
+	until time.Time
+}
+
+// tokenCacheTTL is kube-apiserver's default for valid tokens: a deleted
+// account's or pod's token may work that much longer.
+const (
+	tokenCacheTTL     = 10 * time.Second
+	tokenCacheEntries = 4096
+)
 
 // NewServiceAccountToken authenticates "Authorization: Bearer <JWT>"
 // service account tokens, as Kubernetes' service account token
@@ -40,7 +63,41 @@ func NewServiceAccountToken(verify *serviceaccount.Verifier, get ObjectGetter, n
 	if now == nil {
 		now = time.Now
 	}
-	return &serviceAccountTokens{verify: verify, get: get, now: now}
+	return &serviceAccountTokens{verify: verify, get: get, now: now, cache: map[[sha256.Size]byte]cachedUser{}}
+}
+
+func (a *serviceAccountTokens) cached(key [sha256.Size]byte) (*User, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, ok := a.cache[key]
+	if !ok || !a.now().Before(c.until) {
+		return nil, false
+	}
+	u := c.user
+	u.Groups = slices.Clone(u.Groups)
+	u.Extra = maps.Clone(u.Extra)
+	return &u, true
+}
+
+func (a *serviceAccountTokens) remember(key [sha256.Size]byte, u *User, expires time.Time) {
+	now := a.now()
+	until := now.Add(tokenCacheTTL)
+	if !expires.IsZero() && expires.Before(until) {
+		until = expires
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.cache) >= tokenCacheEntries {
+		for k, c := range a.cache {
+			if !now.Before(c.until) {
+				delete(a.cache, k)
+			}
+		}
+		if len(a.cache) >= tokenCacheEntries {
+			clear(a.cache)
+		}
+	}
+	a.cache[key] = cachedUser{user: *u, until: until}
 }
 
 var errInvalidated = errors.New("service account token has been invalidated")
@@ -49,6 +106,11 @@ func (a *serviceAccountTokens) Authenticate(r *http.Request) (*User, bool, error
 	bearer, ok := bearerToken(r)
 	if !ok {
 		return nil, false, nil
+	}
+	key := sha256.Sum256([]byte(bearer))
+	if u, ok := a.cached(key); ok {
+		r.Header.Del("Authorization")
+		return u, true, nil
 	}
 	c, err := a.verify.Verify(bearer)
 	if errors.Is(err, serviceaccount.ErrNotOurs) {
@@ -67,6 +129,11 @@ func (a *serviceAccountTokens) Authenticate(r *http.Request) (*User, bool, error
 		}
 		u.Extra[serviceaccount.CredentialIDKey] = []string{"JTI=" + c.ID}
 	}
+	var expires time.Time
+	if c.ExpiresAt != nil {
+		expires = c.ExpiresAt.Time
+	}
+	a.remember(key, u, expires)
 	r.Header.Del("Authorization")
 	return u, true, nil
 }

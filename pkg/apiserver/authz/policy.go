@@ -120,7 +120,8 @@ func withRules(name string, labels map[string]string, rules ...rbacv1.PolicyRule
 func ClusterRoles() []*rbacv1.ClusterRole {
 	// admin holds what edit holds, and edit what view holds: the
 	// aggregate-to roles carry the labels of the roles above theirs.
-	return []*rbacv1.ClusterRole{
+	components, _ := componentPolicy()
+	return append([]*rbacv1.ClusterRole{
 		withRules("cluster-admin", nil, rule([]string{"*"}, []string{"*"}, "*"), urls([]string{"*"}, "*")),
 		aggregated("admin", LabelAggregateToAdmin), aggregated("edit", LabelAggregateToEdit), aggregated("view", LabelAggregateToView),
 		withRules("system:aggregate-to-admin", map[string]string{LabelAggregateToAdmin: "true"}, adminRules()...),
@@ -135,7 +136,7 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 		// CoreDNS's kubernetes plugin (pkg/dns runs it as system:coredns).
 		withRules("system:coredns", nil, rule([]string{"list", "watch"}, core, "endpoints", "services", "pods", "namespaces"),
 			rule([]string{"list", "watch"}, []string{"discovery.k8s.io"}, "endpointslices")),
-	}
+	}, components...)
 }
 
 // ClusterRoleBindings is the default policy's bindings.
@@ -150,7 +151,8 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 	user := func(u string) rbacv1.Subject {
 		return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u}
 	}
-	return []*rbacv1.ClusterRoleBinding{
+	_, components := componentPolicy()
+	return append([]*rbacv1.ClusterRoleBinding{
 		bind("cluster-admin", "cluster-admin", group(MastersGroup)),
 		bind("system:basic-user", "system:basic-user", group(AuthenticatedGroup)),
 		bind("system:discovery", "system:discovery", group(AuthenticatedGroup)),
@@ -158,7 +160,7 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		bind("system:monitoring", "system:monitoring", group("system:monitoring")),
 		bind("system:node-bootstrapper", "system:node-bootstrapper", group(BootstrappersGroup)),
 		bind("system:coredns", "system:coredns", user("system:coredns")),
-	}
+	}, components...)
 }
 
 // Reconcile makes the default policy exist: missing roles and bindings

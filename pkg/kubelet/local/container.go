@@ -385,6 +385,16 @@ var safeSysctls = map[string]string{
 	"net.ipv4.tcp_wmem":                   "net",
 }
 
+// AdmitPod refuses, before any container of it starts, a pod whose
+// sysctls this node does not allow, as the kubelet's sysctl admission
+// handler does (kubelet.PodAdmitter).
+func (p *Provider) AdmitPod(pod *corev1.Pod) (reason, message string) {
+	if _, err := podSysctls(pod); err != nil {
+		return "SysctlForbidden", err.Error()
+	}
+	return "", ""
+}
+
 // podSysctls are the pod's securityContext.sysctls, names normalised to
 // dots; an unsafe one, or a safe one in a namespace the pod shares with
 // the host, is forbidden with the kubelet's message (its reason is
