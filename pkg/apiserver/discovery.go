@@ -82,6 +82,11 @@ func newDiscovery(table *registry.Table) *discovery {
 			sub("log", "Pod", "", "", metav1.Verbs{"get"})
 			sub("portforward", "PodPortForwardOptions", "", "", metav1.Verbs{"create", "get"})
 		}
+		// Proxies to a pod, a Service's endpoints or a node's kubelet
+		// (serviceproxy.go, nodeproxy.go).
+		if isPods(r) || isServices(r) || isNodes(r) {
+			sub("proxy", proxyKind(r), "", "", metav1.Verbs{"create", "delete", "get", "patch", "update"})
+		}
 	}
 	d.orderGroups()
 	return d
@@ -169,4 +174,15 @@ func versionInfo() version.Info {
 		Major: parts[0], Minor: parts[1], GitVersion: KubernetesVersion + "+minik8s",
 		GitTreeState: "clean", GoVersion: goVersion(), Compiler: "gc", Platform: platform(),
 	}
+}
+
+// proxyKind is the options kind Kubernetes names for a proxy subresource.
+func proxyKind(res *registry.Resource) string {
+	switch {
+	case isPods(res):
+		return "PodProxyOptions"
+	case isServices(res):
+		return "ServiceProxyOptions"
+	}
+	return "NodeProxyOptions"
 }

@@ -244,25 +244,7 @@ func (s *Server) servePodStream(w http.ResponseWriter, r *http.Request, res *reg
 	if err != nil {
 		return err
 	}
-	proxy := &httputil.ReverseProxy{
-		Transport:     s.kubelet.transport,
-		FlushInterval: -1,
-		ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			u := *loc
-			pr.Out.URL, pr.Out.Host = &u, ""
-			// The caller's credentials are for us, not for the kubelet.
-			for h := range pr.Out.Header {
-				if h == "Authorization" || h == "Cookie" || strings.HasPrefix(h, "Impersonate-") {
-					pr.Out.Header.Del(h)
-				}
-			}
-		},
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			s.log.Debug("proxy to kubelet", "url", loc.Redacted(), "err", err)
-			writeError(w, apierrors.NewInternalError(fmt.Errorf("error dialing backend: %w", err)))
-		},
-	}
+	proxy := s.kubeletProxy(loc)
 	proxy.ServeHTTP(w, r)
 	return nil
 }
@@ -365,4 +347,43 @@ func kubeletResponseError(resp *http.Response, name string) error {
 		return apierrors.NewBadRequest(text)
 	}
 	return apierrors.NewGenericServerResponse(resp.StatusCode, "", podsResource, name, text, 0, false)
+}
+
+// kubeletProxy passes a request on to the kubelet URL loc with the
+// apiserver's kubelet client certificate, without the caller's
+// credentials (which are for us, not for the kubelet).
+func (s *Server) kubeletProxy(loc *url.URL) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Transport:     s.kubelet.transport,
+		FlushInterval: -1,
+		ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			u := *loc
+			pr.Out.URL, pr.Out.Host = &u, ""
+			for h := range pr.Out.Header {
+				if h == "Authorization" || h == "Cookie" || strings.HasPrefix(h, "Impersonate-") {
+					pr.Out.Header.Del(h)
+				}
+			}
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.log.Debug("proxy to kubelet", "url", loc.Redacted(), "err", err)
+			writeError(w, apierrors.NewInternalError(fmt.Errorf("error dialing backend: %w", err)))
+		},
+	}
+}
+
+// redirectToRoot answers a GET or HEAD of .../proxy (no path) with a
+// redirect to .../proxy/, as Kubernetes does, and reports whether it did.
+func redirectToRoot(w http.ResponseWriter, r *http.Request, path string) bool {
+	if path != "" || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		return false
+	}
+	target := r.URL.Path + "/"
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", target)
+	w.WriteHeader(http.StatusMovedPermanently)
+	return true
 }

@@ -57,8 +57,12 @@ func newProxyTransport() *http.Transport {
 
 func isServices(res *registry.Resource) bool { return res.Group == "" && res.Resource == "services" }
 
-// serveProxy serves services/{name}/proxy and pods/{name}/proxy.
+// serveProxy serves services/{name}/proxy and pods/{name}/proxy, and
+// nodes/{name}/proxy through the kubelet's client (nodeproxy.go).
 func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+	if isNodes(res) {
+		return s.serveNodeProxy(w, r, res, info)
+	}
 	scheme, name, port, ok := utilnet.SplitSchemeNamePort(info.Name)
 	var loc *url.URL
 	var err error
@@ -84,14 +88,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, res *registr
 		loc.Scheme = scheme
 	}
 	loc.Path, loc.RawQuery = info.ProxyPath, r.URL.RawQuery
-	if loc.Path == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		// As Kubernetes: .../proxy reads as the backend's root, .../proxy/.
-		target := r.URL.Path + "/"
-		if r.URL.RawQuery != "" {
-			target += "?" + r.URL.RawQuery
-		}
-		w.Header().Set("Location", target)
-		w.WriteHeader(http.StatusMovedPermanently)
+	if redirectToRoot(w, r, loc.Path) {
 		return nil
 	}
 	proxy := &httputil.ReverseProxy{

@@ -37,10 +37,13 @@ import (
 //	GET|POST /attach/{namespace}/{pod}/{container}?input=1&output=1&error=1&tty=1
 //	GET|POST /portForward/{namespace}/{pod}
 //	GET      /stats/summary
+//	GET      /metrics
+//	GET      /metrics/cadvisor
 //
 // exec and attach speak the remotecommand protocol (remotecommand.go),
 // portForward Kubernetes' port forwarding protocol (portforward.go),
-// stats/summary the Summary API (summary.go).
+// stats/summary the Summary API (summary.go), metrics and
+// metrics/cadvisor Prometheus' text format (metrics.go).
 // Every connection must present a client certificate signed by
 // Config.ClientCA (TLS rejects the others); only the apiserver
 // (pki.KubeletClientUser) and admins (group system:masters) get past
@@ -177,6 +180,8 @@ func (k *Kubelet) serverHandler() http.Handler {
 	mux.HandleFunc("/attach/{namespace}/{pod}/{container}", k.authorized(k.serveAttach))
 	mux.HandleFunc("/portForward/{namespace}/{pod}", k.authorized(k.servePortForward))
 	mux.HandleFunc("GET /stats/summary", k.authorized(k.serveStatsSummary))
+	mux.HandleFunc("GET /metrics", k.authorized(k.newMetricsHandler().ServeHTTP))
+	mux.HandleFunc("GET /metrics/cadvisor", k.authorized(k.serveCadvisorMetrics))
 	return mux
 }
 

@@ -82,6 +82,10 @@ func (n *Node) Authorize(ctx context.Context, a Attributes) (Decision, string, e
 	switch a.APIGroup + "/" + a.Resource {
 	case "/nodes":
 		switch {
+		case a.Subresource != "" && a.Subresource != "status":
+			// nodes/proxy reaches any kubelet with the apiserver's
+			// certificate, which kubelets trust: never a node's.
+			return NoOpinion, "node '" + node + "' cannot reach kubelets through the apiserver", nil
 		case read:
 			return Allow, "", nil
 		case a.Verb == "create":
