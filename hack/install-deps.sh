@@ -28,10 +28,13 @@ fi
 # slurmtest) with its own key, config and ports, never the packages' services;
 # and glusterfs-client (with glusterfs-common's brick daemon glusterfsd) for
 # shared volumes (pkg/glusterfs): minik8s runs glusterfsd itself, no glusterd.
+# prometheus-node-exporter is each node's exporter for the monitoring; Debian's
+# prometheus is not used (built without Kubernetes service discovery), see
+# Prometheus below.
 # Installed only as root and only when
 # missing; without root the runtime tests skip and say why.
 runtime_pkgs=()
-for pkg in containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables nginx debootstrap python3 wrk munge slurmctld slurmd slurm-client glusterfs-client; do
+for pkg in containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables nginx debootstrap python3 wrk munge slurmctld slurmd slurm-client glusterfs-client prometheus-node-exporter; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || runtime_pkgs+=("$pkg")
 done
 if [ ${#runtime_pkgs[@]} -gt 0 ]; then
@@ -87,6 +90,31 @@ if [ -x "$registry_bin" ] && "$registry_bin" --version 2>/dev/null | grep -Eq " 
 else
 	echo "installing the distribution registry ${REGISTRY_VERSION} into $(go env GOPATH)/bin (go install)"
 	go install "github.com/distribution/distribution/v3/cmd/registry@${REGISTRY_VERSION}"
+fi
+
+# Prometheus, the cluster's monitoring (pkg/prometheus runs it as a child of
+# `minik8s up`; its tests need it), with promtool. Debian's package is built
+# without Kubernetes service discovery, the way it finds its targets here
+# (docs/design/0026-monitoring.md), so it is built from source like CoreDNS.
+# Its go.mod has replace and exclude directives, which `go install
+# pkg@version` refuses, so it is built in a throwaway module that repeats the
+# replace. Takes several minutes.
+PROMETHEUS_VERSION=3.5.1
+PROMETHEUS_MODULE_VERSION=v0.305.1 # Prometheus 3.5.1's Go module version
+prometheus_bin="$(go env GOPATH)/bin/prometheus"
+if [ -x "$prometheus_bin" ] && [ -x "$(go env GOPATH)/bin/promtool" ] &&
+	"$prometheus_bin" --version 2>/dev/null | grep -q "^prometheus, version ${PROMETHEUS_VERSION} "; then
+	:
+else
+	echo "building prometheus ${PROMETHEUS_VERSION} into $(go env GOPATH)/bin (go build; takes several minutes)"
+	prometheus_src="$(mktemp -d)"
+	printf '%s\n' "module minik8s.local/prometheus-build" "" "go 1.24" "" \
+		"require github.com/prometheus/prometheus ${PROMETHEUS_MODULE_VERSION}" "" \
+		"replace github.com/fsnotify/fsnotify v1.8.0 => github.com/fsnotify/fsnotify v1.7.0" > "$prometheus_src/go.mod"
+	(cd "$prometheus_src" && GOFLAGS=-mod=mod go build -trimpath \
+		-ldflags "-X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION}" \
+		-o "$(go env GOPATH)/bin/" github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
+	rm -rf "$prometheus_src"
 fi
 
 # The serverless runtimes' root filesystems (python3, python3-ml), built from

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/minik8s/minik8s/pkg/apiserver"
+	"github.com/minik8s/minik8s/pkg/apiserver/authz"
 	"github.com/minik8s/minik8s/pkg/component"
 	"github.com/minik8s/minik8s/pkg/controlplane"
 	"github.com/minik8s/minik8s/pkg/dns"
@@ -25,6 +26,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/glusterfs"
 	"github.com/minik8s/minik8s/pkg/hostservice"
 	"github.com/minik8s/minik8s/pkg/node"
+	"github.com/minik8s/minik8s/pkg/prometheus"
 	"github.com/minik8s/minik8s/pkg/serverless"
 	"github.com/minik8s/minik8s/pkg/serverless/registry"
 )
@@ -137,7 +139,7 @@ func upAddons(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) (part
 	// default/kubernetes: pods reach this apiserver at the node's pod
 	// gateway, as in-cluster clients expect.
 	parts = append(parts, component.Func("kubernetes service", func(ctx context.Context) error {
-		client, _, err := adminClients(*cp)
+		client, _, err := componentClients(*cp, authz.UserHostServices)
 		if err != nil {
 			return err
 		}
@@ -157,7 +159,7 @@ func upAddons(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) (part
 		dir := filepath.Join(f.dataDir, "gateway")
 		hostsFile = filepath.Join(dir, "hosts")
 		parts = append(parts, component.FuncReady("gateway", func(ctx context.Context, ready func()) error {
-			client, dyn, err := adminClients(*cp)
+			client, dyn, err := componentClients(*cp, authz.UserGateway)
 			if err != nil {
 				return err
 			}
@@ -171,6 +173,7 @@ func upAddons(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) (part
 	}
 	parts = append(parts, functionsAddon(cp, f, log)...)
 	parts = append(parts, sharedStorageAddon(cp, f, log)...)
+	parts = append(parts, monitoringAddon(cp, f, log)...)
 	if _, err := dns.FindBinary(); err != nil {
 		log.Warn("cluster DNS is off: no coredns binary (make deps installs it); pods use the host's resolvers", "err", err)
 		return parts, nil, nil
@@ -180,7 +183,7 @@ func upAddons(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) (part
 		return nil, nil, err
 	}
 	parts = append(parts, component.Func("cluster DNS", func(ctx context.Context) error {
-		client, _, err := adminClients(*cp)
+		client, _, err := componentClients(*cp, authz.UserHostServices)
 		if err != nil {
 			return err
 		}
@@ -212,7 +215,7 @@ func functionsAddon(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger)
 			return r.Start(ctx)
 		}),
 		component.Func("registry service", func(ctx context.Context) error {
-			client, _, err := adminClients(*cp)
+			client, _, err := componentClients(*cp, authz.UserHostServices)
 			if err != nil {
 				return err
 			}
@@ -221,7 +224,7 @@ func functionsAddon(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger)
 					Ports: []hostservice.Port{{Name: "http", Protocol: "TCP", Port: registry.DefaultPort, TargetPort: registry.DefaultPort}}}})
 		}),
 		component.FuncReady("functions", func(ctx context.Context, ready func()) error {
-			client, dyn, err := adminClients(*cp)
+			client, dyn, err := componentClients(*cp, authz.UserFunctions)
 			if err != nil {
 				return err
 			}
@@ -246,7 +249,7 @@ func sharedStorageAddon(cp *controlplane.ControlPlane, f *upFlags, log *slog.Log
 		return nil
 	}
 	return []component.Part{component.FuncReady("shared storage", func(ctx context.Context, ready func()) error {
-		client, _, err := adminClients(*cp)
+		client, _, err := componentClients(*cp, authz.UserSharedStorage)
 		if err != nil {
 			return err
 		}
@@ -267,10 +270,26 @@ func registryAddress(f *upFlags) string {
 	return net.JoinHostPort(f.nodeIP, strconv.Itoa(registry.DefaultPort))
 }
 
-// adminClients are the add-ons' clients of the control plane cp.
+// adminClients are the admin's clients of the control plane cp, for
+// setting up the cluster itself (the control-plane node's role).
 func adminClients(cp controlplane.ControlPlane) (kubernetes.Interface, dynamic.Interface, error) {
-	rc := &rest.Config{Host: cp.URL, UserAgent: "minik8s-addons",
-		TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: cp.Bundle.AdminCertPEM, KeyData: cp.Bundle.AdminKeyPEM}}
+	return clientsFor(&rest.Config{Host: cp.URL, UserAgent: "minik8s-addons",
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: cp.Bundle.AdminCertPEM, KeyData: cp.Bundle.AdminKeyPEM}})
+}
+
+// componentClients are an add-on's clients of the control plane cp, as
+// user (one of authz's component users, each bound to its own role), with
+// a client certificate the cluster CA issues at each start.
+func componentClients(cp controlplane.ControlPlane, user string) (kubernetes.Interface, dynamic.Interface, error) {
+	certPEM, keyPEM, err := cp.Bundle.IssueClientCert(user, nil, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("credential of %s: %w", user, err)
+	}
+	return clientsFor(&rest.Config{Host: cp.URL, UserAgent: "minik8s-addons",
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.Bundle.CAPEM, CertData: certPEM, KeyData: keyPEM}})
+}
+
+func clientsFor(rc *rest.Config) (kubernetes.Interface, dynamic.Interface, error) {
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, nil, err
@@ -308,4 +327,31 @@ func apiserverService(url, serviceCIDR string) (hostservice.Service, error) {
 		return hostservice.Service{}, fmt.Errorf("apiserver port of %s: %w", url, err)
 	}
 	return controlplane.KubernetesService(serviceCIDR, int32(port))
+}
+
+// monitoringAddon is Prometheus (pkg/prometheus) on this host, which
+// finds the cluster's targets in the API as a user of its own, and the
+// Service kube-system/prometheus that leads pods to it. Off, with a
+// warning, without a prometheus binary that discovers Kubernetes
+// targets. The parts after it do not wait for Prometheus to be ready:
+// nothing needs it to be.
+func monitoringAddon(cp *controlplane.ControlPlane, f *upFlags, log *slog.Logger) []component.Part {
+	if _, err := prometheus.FindBinary(); err != nil {
+		log.Warn("monitoring is off", "err", err)
+		return nil
+	}
+	return []component.Part{
+		component.Func("monitoring", func(ctx context.Context) error {
+			return prometheus.Run(ctx, prometheus.Config{Dir: filepath.Join(f.dataDir, "prometheus"), APIServer: cp.URL,
+				Bundle: cp.Bundle, Logger: log})
+		}),
+		component.Func("monitoring service", func(ctx context.Context) error {
+			client, _, err := componentClients(*cp, authz.UserHostServices)
+			if err != nil {
+				return err
+			}
+			return hostservice.Publish(ctx, hostservice.PublishConfig{Client: client, NodeName: f.nodeName, Logger: log,
+				Service: prometheus.Service(prometheus.DefaultPort)})
+		}),
+	}
 }
