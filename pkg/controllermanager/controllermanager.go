@@ -110,7 +110,7 @@ type startFunc func(ctx context.Context) error
 // service account in kube-system, Kubernetes' name for it where it has one.
 var controllers = []struct {
 	name, account string
-	build func(*kit.Context, *Config) (startFunc, error)
+	build         func(*kit.Context, *Config) (startFunc, error)
 }{
 	{"namespace", "namespace-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(namespace.New(kc))
