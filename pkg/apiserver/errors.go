@@ -110,3 +110,10 @@ func tooLargeResourceVersion(msg string) *apierrors.StatusError {
 }
 
 const conflictMessage = "the object has been modified; please apply your changes to the latest version and try again"
+
+// errNoSuchResource is kube-apiserver's 404 for a path that names no
+// resource or subresource it serves ("the server could not find the
+// requested resource"), not a missing object.
+func errNoSuchResource() error {
+	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false)
+}

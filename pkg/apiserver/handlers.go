@@ -28,11 +28,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
 	res, ok := s.table.Lookup(gvr)
 	if !ok || (!res.Namespaced && info.Namespace != "") || (info.Verb == "create" && info.Name != "" && info.Subresource == "") {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, ""))
+		writeError(w, errNoSuchResource())
 		return
 	}
 	if res.Namespaced && info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, ""))
+		writeError(w, errNoSuchResource())
 		return
 	}
 	if info.Name == "" && (info.Verb == "update" || info.Verb == "patch") {
@@ -56,13 +56,13 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		}
 	case "approval":
 		if res.Approval == nil {
-			err = apierrors.NewNotFound(schema.GroupResource{}, "")
+			err = errNoSuchResource()
 		} else if err = s.checkApprove(r.Context(), res, info); err == nil {
 			err = s.serveStatus(w, r, res, info, approvalResource)
 		}
 	case "scale":
 		if res.Scale == nil {
-			err = apierrors.NewNotFound(schema.GroupResource{}, "")
+			err = errNoSuchResource()
 		} else {
 			err = s.serveScale(w, r, res, info)
 		}
@@ -78,7 +78,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		if a, ok := res.Action(info.Subresource); ok && info.Verb == "create" {
 			err = s.serveAction(w, r, res, a, info)
 		} else {
-			err = apierrors.NewNotFound(schema.GroupResource{}, "")
+			err = errNoSuchResource()
 		}
 	}
 	if err != nil {
@@ -305,7 +305,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 // serveStatus serves GET/PUT/PATCH on /status and /approval and PUT on /finalize.
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, sub subresource) error {
 	if !res.Status && sub == statusResource {
-		return apierrors.NewNotFound(schema.GroupResource{}, "")
+		return errNoSuchResource()
 	}
 	switch info.Verb {
 	case "get":

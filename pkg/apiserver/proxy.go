@@ -67,7 +67,7 @@ var podsResource = schema.GroupResource{Resource: "pods"}
 // servePodLog serves GET pods/{name}/log.
 func (s *Server) servePodLog(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	if !isPods(res) {
-		return apierrors.NewNotFound(schema.GroupResource{}, "")
+		return errNoSuchResource()
 	}
 	if info.Verb != "get" {
 		return methodNotAllowed(info)
@@ -185,7 +185,7 @@ func podLogParams(q url.Values, name string) (url.Values, error) {
 // POST for SPDY) and portforward to the kubelet.
 func (s *Server) servePodStream(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	if !isPods(res) {
-		return apierrors.NewNotFound(schema.GroupResource{}, "")
+		return errNoSuchResource()
 	}
 	if info.Verb != "get" && info.Verb != "create" {
 		return methodNotAllowed(info)

@@ -211,13 +211,13 @@ func (s *Server) resourceMetrics(w http.ResponseWriter, r *http.Request, info re
 	var gr schema.GroupResource
 	switch {
 	case s.summaries == nil || info.Version != metricsv1beta1.SchemeGroupVersion.Version || info.Subresource != "":
-		return apierrors.NewNotFound(schema.GroupResource{}, "")
+		return errNoSuchResource()
 	case info.Resource == "nodes" && info.Namespace == "":
 		gr = nodeMetricsResource
 	case info.Resource == "pods" && (info.Namespace != "" || info.Name == ""):
 		gr = podMetricsResource
 	default:
-		return apierrors.NewNotFound(schema.GroupResource{}, "")
+		return errNoSuchResource()
 	}
 	if info.Verb != "get" && info.Verb != "list" {
 		return apierrors.NewMethodNotSupported(gr, info.Verb)
