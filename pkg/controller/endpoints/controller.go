@@ -62,11 +62,25 @@ func New(kc *kit.Context, cfg Config) (*Controller, error) {
 		}),
 		l.Watch(podInf.Informer(), kit.PodServicesHandler(c.svcLister, func(svc *corev1.Service) { c.changed(svc) })),
 		// An Endpoints object deleted or changed behind the controller's
-		// back is put right by syncing its Service again.
+		// back is put right by syncing its Service again. One without a
+		// Service is the user's: as in Kubernetes, only the Service's
+		// deletion removes Endpoints, never a change to them.
 		l.Watch(epInf.Informer(), cache.ResourceEventHandlerFuncs{
-			UpdateFunc: func(_, cur any) { loop.Enqueue(c.Queue, cur) },
+			UpdateFunc: func(_, cur any) { c.endpointsChanged(cur) },
 			DeleteFunc: func(obj any) { loop.Enqueue(c.Queue, obj) },
 		}))
+}
+
+// endpointsChanged queues the Service of changed Endpoints, if there is
+// one.
+func (c *Controller) endpointsChanged(obj any) {
+	ep, ok := obj.(*corev1.Endpoints)
+	if !ok {
+		return
+	}
+	if _, err := c.svcLister.Services(ep.Namespace).Get(ep.Name); err == nil {
+		loop.Enqueue(c.Queue, ep)
+	}
 }
 
 // changed queues a Service (or its key, on deletion) and notes when.

@@ -236,3 +236,23 @@ func TestPodChangedQueuesMatchingServices(t *testing.T) {
 		})
 	}
 }
+
+// A change to Endpoints syncs their Service again; Endpoints without a
+// Service are the user's, and a change to them is left alone (only a
+// Service's deletion removes Endpoints, as in Kubernetes).
+func TestEndpointsChangedQueuesOnlyServices(t *testing.T) {
+	c, _, _ := newController(t, service())
+	for _, tc := range []struct {
+		name string
+		want int
+	}{{"web", 1}, {"users-own", 0}} {
+		for c.Queue.Len() > 0 {
+			k, _ := c.Queue.Get()
+			c.Queue.Done(k)
+		}
+		c.endpointsChanged(&corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "default"}})
+		if got := c.Queue.Len(); got != tc.want {
+			t.Errorf("endpoints %s changed: queued %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

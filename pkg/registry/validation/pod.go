@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +85,37 @@ func PodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
 	}
 	if spec.Resources != nil {
 		allErrs = append(allErrs, validateResourceRequirements(spec.Resources, fldPath.Child("resources"))...)
+	}
+	if sc := spec.SecurityContext; sc != nil {
+		allErrs = append(allErrs, validateSysctls(sc.Sysctls, fldPath.Child("securityContext", "sysctls"))...)
+	}
+	return allErrs
+}
+
+// sysctlName is Kubernetes' sysctl name pattern: dot- or slash-separated
+// segments of lower-case alphanumerics, '-' and '_'.
+const sysctlSegment = `[a-z0-9]([-_a-z0-9]*[a-z0-9])?`
+
+var sysctlName = regexp.MustCompile(`^(` + sysctlSegment + `[\./])*` + sysctlSegment + `$`)
+
+// validateSysctls checks names (Kubernetes' pattern, at most 253
+// characters) and that none repeats; whether a node allows one is the
+// kubelet's to say.
+func validateSysctls(sysctls []corev1.Sysctl, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := sets.New[string]()
+	for i, s := range sysctls {
+		p := fldPath.Index(i).Child("name")
+		switch {
+		case s.Name == "":
+			allErrs = append(allErrs, field.Required(p, ""))
+		case len(s.Name) > 253 || !sysctlName.MatchString(s.Name):
+			allErrs = append(allErrs, field.Invalid(p, s.Name,
+				fmt.Sprintf("must have at most 253 characters and match regex %s", sysctlName.String())))
+		case seen.Has(s.Name):
+			allErrs = append(allErrs, field.Duplicate(p, s.Name))
+		}
+		seen.Insert(s.Name)
 	}
 	return allErrs
 }
