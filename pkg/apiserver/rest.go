@@ -278,9 +278,15 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 	var obj runtime.Object
 	switch sub {
 	case statusResource:
-		// Only status moves; spec and metadata stay as stored.
+		// Status moves, and labels and annotations as Kubernetes' status
+		// strategies let them; the spec and the rest of metadata stay as
+		// stored.
 		obj = current.DeepCopyObject()
 		copyField(obj, desired, "Status")
+		if om, dm := metaOf(obj), metaOf(desired); om != nil && dm != nil {
+			om.SetLabels(dm.GetLabels())
+			om.SetAnnotations(dm.GetAnnotations())
+		}
 		if res.PrepareForStatusUpdate != nil {
 			res.PrepareForStatusUpdate(obj, current)
 		}
@@ -552,4 +558,13 @@ func (s *Server) hookAfter(ctx context.Context, res *registry.Resource, obj, old
 	if h, ok := s.hooks[res]; ok {
 		h.After(ctx, obj, old)
 	}
+}
+
+// metaOf is obj's metadata, or nil for an object without.
+func metaOf(obj runtime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	return m
 }

@@ -72,6 +72,14 @@ func TestClientGoCRUD(t *testing.T) {
 	if err != nil || st.Status.Replicas != 3 || st.Generation != 2 {
 		t.Fatalf("update status: %+v %v", st.Status, err)
 	}
+	// A status patch may set annotations, as upstream's status
+	// strategies allow; it cannot change the spec.
+	sp, err := deps.Patch(ctx, "web", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"patchedstatus":"true"}},"spec":{"replicas":9},"status":{"readyReplicas":1}}`), metav1.PatchOptions{}, "status")
+	if err != nil || sp.Annotations["patchedstatus"] != "true" || sp.Status.ReadyReplicas != 1 || *sp.Spec.Replicas != 3 {
+		t.Fatalf("status patch with an annotation and a spec change: %v %+v", err, sp)
+	}
+	st = sp
 	st.Status.Replicas = 7
 	st.Labels["extra"] = "yes"
 	main, err := deps.Update(ctx, st, metav1.UpdateOptions{})
