@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -40,6 +41,31 @@ type serverFlags struct {
 	auditLog    string
 	auditPolicy string
 	auditMaxMB  int
+
+	advertiseAddress string
+}
+
+// advertiseAddress is where the apiserver says it is reached (the
+// endpoint of default/kubernetes): flag, else the bind address when it
+// names one, else the host's first non-loopback IPv4 address, else
+// loopback.
+func advertiseAddress(flag, bind string) (netip.Addr, error) {
+	if flag != "" {
+		a, err := netip.ParseAddr(flag)
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("--advertise-address: %w", err)
+		}
+		return a, nil
+	}
+	if a, err := netip.ParseAddr(bind); err == nil && !a.IsUnspecified() {
+		return a, nil
+	}
+	for _, n := range hostAddresses() {
+		if p, err := netip.ParsePrefix(n); err == nil {
+			return p.Addr(), nil
+		}
+	}
+	return netip.MustParseAddr("127.0.0.1"), nil
 }
 
 func serverCommand() *cobra.Command {
@@ -54,8 +80,12 @@ func serverCommand() *cobra.Command {
 				level = slog.LevelDebug
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			advertise, err := advertiseAddress(f.advertiseAddress, f.bindAddress)
+			if err != nil {
+				return err
+			}
 			return controlplane.Run(cmd.Context(), controlplane.Config{
-				DataDir: f.dataDir, BindAddress: f.bindAddress, Port: f.port,
+				DataDir: f.dataDir, BindAddress: f.bindAddress, Port: f.port, AdvertiseAddress: advertise,
 				EtcdServers: f.etcdServers, Hosts: f.hosts, Logger: log,
 				ClusterCIDR: f.clusterCIDR, ServiceCIDR: f.serviceCIDR,
 				AuditLogPath: f.auditLog, AuditPolicyFile: f.auditPolicy, AuditLogMaxSizeMB: f.auditMaxMB,
@@ -65,6 +95,8 @@ func serverCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.dataDir, "data-dir", "/var/lib/minik8s", "directory for etcd data, certificates, admin.kubeconfig and node-token (the join token for agents)")
 	cmd.Flags().StringVar(&f.bindAddress, "bind-address", "0.0.0.0", "address the apiserver listens on")
 	cmd.Flags().IntVar(&f.port, "port", 6443, "apiserver HTTPS port")
+	cmd.Flags().StringVar(&f.advertiseAddress, "advertise-address", "",
+		"address published as the endpoint of the default/kubernetes Service (default: --bind-address when it names one, else this host's first non-loopback IPv4 address)")
 	cmd.Flags().StringSliceVar(&f.etcdServers, "etcd-servers", nil, "external etcd client URLs; empty runs an embedded etcd")
 	cmd.Flags().StringSliceVar(&f.hosts, "tls-san", nil, "extra DNS names or IPs for the apiserver certificate")
 	cmd.Flags().StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range, split into one /24 per node")

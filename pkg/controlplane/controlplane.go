@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,8 +46,12 @@ type Config struct {
 	EtcdServers []string
 	// Hosts are extra names and IPs for the serving certificate (which
 	// always names the machine's addresses and BindAddress).
-	Hosts  []string
-	Logger *slog.Logger
+	Hosts []string
+	// AdvertiseAddress, when valid, is published as default/kubernetes'
+	// endpoint, as kube-apiserver publishes its own (minik8s server);
+	// minik8s up publishes the node's pod gateway instead.
+	AdvertiseAddress netip.Addr
+	Logger           *slog.Logger
 	// BookmarkInterval is how often watches that allow bookmarks get one
 	// (0: the apiserver's default, a minute).
 	BookmarkInterval time.Duration
@@ -160,6 +165,11 @@ func Parts(cfg Config) ([]component.Part, error) {
 		return nil, err
 	}
 	parts := append([]component.Part{db, api}, controllers...)
+	if cfg.AdvertiseAddress.IsValid() {
+		parts = append(parts, component.Func("kubernetes service", func(ctx context.Context) error {
+			return publishKubernetesService(ctx, &cfg, api.cp)
+		}))
+	}
 	return append(parts, component.Do("ready", func(context.Context) error {
 		if cfg.Ready != nil {
 			cfg.Ready(api.cp)

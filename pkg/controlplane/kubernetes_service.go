@@ -1,8 +1,15 @@
 package controlplane
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/minik8s/minik8s/pkg/apiserver/authz"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,4 +41,26 @@ func KubernetesService(serviceCIDR string, apiserverPort int32) (hostservice.Ser
 		Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"},
 		Ports:  []hostservice.Port{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: apiserverPort}},
 	}, nil
+}
+
+// publishKubernetesService keeps default/kubernetes pointing at
+// cfg.AdvertiseAddress and the apiserver's port of cp until ctx ends.
+func publishKubernetesService(ctx context.Context, cfg *Config, cp ControlPlane) error {
+	port, err := strconv.Atoi(cp.URL[strings.LastIndex(cp.URL, ":")+1:])
+	if err != nil {
+		return fmt.Errorf("apiserver port of %s: %w", cp.URL, err)
+	}
+	svc, err := KubernetesService(cfg.ServiceCIDR, int32(port))
+	if err != nil {
+		return err
+	}
+	rc, err := componentConfig(cp.URL, cp.Bundle, authz.UserHostServices, "minik8s-apiserver")
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	return hostservice.Publish(ctx, hostservice.PublishConfig{Client: client, Service: svc, Address: cfg.AdvertiseAddress, Logger: cfg.Logger})
 }
