@@ -258,3 +258,32 @@ func TestGarbageCollectorKubectlCascade(t *testing.T) {
 	waitGone(t, c, "bg", "bg-child")
 	stillThere(t, c, "or-child")
 }
+
+// An ownership cycle (one owns two owns three owns one, each reference
+// blocking) deleted in the foreground still goes, as upstream's collector
+// breaks it, rather than every object waiting for the next forever.
+func TestGarbageCollectorForegroundCycle(t *testing.T) {
+	c := startClusterWith(t, withoutControllers("garbagecollector"))
+	startGC(t, c)
+	ctx := ctxT(t)
+	cms := c.client.CoreV1().ConfigMaps("default")
+	one := gcOwner(t, c, "one")
+	gcDependent(t, c, "two", nil, ownerRef(one, true))
+	two, err := cms.Get(ctx, "two", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcDependent(t, c, "three", nil, ownerRef(two, true))
+	three, err := cms.Get(ctx, "three", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one.OwnerReferences = []metav1.OwnerReference{ownerRef(three, true)}
+	if _, err := cms.Update(ctx, one, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "one", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, "one", "two", "three")
+}

@@ -135,6 +135,18 @@ func (c *Controller) Reconcile(ctx context.Context, uid types.UID) error {
 		c.log.Info("removing references to owners that are gone or deleting", "object", v.ref, "owners", a.remove)
 		return c.removeOwnerRefs(ctx, v.resource, latest, a.remove)
 	case actionDelete:
+		if a.policy == metav1.DeletePropagationForeground && dependentWaiting(v) {
+			// A dependent of this object waits for its own dependents
+			// already: an ownership cycle, in which every object would
+			// wait for the next. As upstream does, this object stops
+			// blocking its owners before it goes, which breaks the cycle.
+			c.log.Info("unblocking owners to break a possible ownership cycle", "object", v.ref)
+			unblocked, err := c.unblockOwnerRefs(ctx, v.resource, latest)
+			if err != nil || unblocked == nil {
+				return err
+			}
+			latest = unblocked
+		}
 		c.log.Info("deleting dependent", "object", v.ref, "propagationPolicy", a.policy, "owners", states)
 		return c.deleteObject(ctx, v.resource, latest, a.policy)
 	}
@@ -251,6 +263,39 @@ func (c *Controller) removeOwnerRefs(ctx context.Context, res schema.GroupVersio
 		return fmt.Errorf("remove owner references from %s %s/%s: %w", res.Resource, obj.Namespace, obj.Name, err)
 	}
 	return nil
+}
+
+// dependentWaiting is true when one of v's dependents is itself being
+// deleted in the foreground.
+func dependentWaiting(v view) bool {
+	for _, d := range v.dependents {
+		if d.deleting && slices.Contains(d.finalizers, metav1.FinalizerDeleteDependents) {
+			return true
+		}
+	}
+	return false
+}
+
+// unblockOwnerRefs sets blockOwnerDeletion false on obj's owner
+// references, at obj's resourceVersion, and returns obj as written (nil
+// when it is gone).
+func (c *Controller) unblockOwnerRefs(ctx context.Context, res schema.GroupVersionResource, obj *metav1.PartialObjectMetadata) (*metav1.PartialObjectMetadata, error) {
+	refs := slices.Clone(obj.OwnerReferences)
+	for i := range refs {
+		refs[i].BlockOwnerDeletion = nil
+	}
+	patch, err := metadataPatch(obj.ResourceVersion, "ownerReferences", refs)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.metadata.Resource(res).Namespace(obj.Namespace).Patch(ctx, obj.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unblock owner references of %s %s/%s: %w", res.Resource, obj.Namespace, obj.Name, err)
+	}
+	return out, nil
 }
 
 // removeFinalizer drops finalizer f from the object v, at the
