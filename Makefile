@@ -12,7 +12,7 @@ LDFLAGS   := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
              -X k8s.io/component-base/version.gitTreeState=clean
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 
-.PHONY: help build up down test test-unit test-integration test-e2e verify bench deps clean
+.PHONY: help build dashboard up down test test-unit test-integration test-e2e verify bench deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -20,7 +20,10 @@ help: ## list the targets
 deps: ## install what building and testing need (Debian packages, Go modules)
 	@hack/install-deps.sh
 
-build: ## build bin/minik8s, bin/kubectl and the kubectl plugins bin/kubectl-fn and bin/kubectl-wf
+dashboard: ## bundle the web dashboard into pkg/dashboard/dist (npm ci, esbuild; needs node and npm)
+	@if command -v npm >/dev/null; then web/dashboard/build.sh; else echo "npm is missing: the dashboard is not built (make deps installs it)"; fi
+
+build: dashboard ## build bin/minik8s, bin/kubectl and the kubectl plugins bin/kubectl-fn and bin/kubectl-wf
 	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/minik8s ./cmd/minik8s
 	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl ./cmd/kubectl
 	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-fn ./cmd/kubectl-fn

@@ -124,3 +124,18 @@ if [ "$(id -u)" = 0 ]; then
 elif [ ! -e "${MINIK8S_RUNTIMES_DIR:-/var/lib/minik8s/runtimes}/python3.tar" ]; then
 	echo "note: not root, so not building the function runtimes (run hack/build-runtimes.sh as root)" >&2
 fi
+
+# The web dashboard (docs/design/0027-dashboard.md): Debian's node and npm,
+# then web/dashboard/build.sh bundles it (npm ci, esbuild) into
+# pkg/dashboard/dist, which the apiserver embeds.
+if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
+	if [ "$(id -u)" = 0 ]; then
+		apt-get -o DPkg::Lock::Timeout=600 update -qq
+		apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends nodejs npm
+	else
+		echo "note: not root, so not installing nodejs npm (the dashboard is not built)" >&2
+	fi
+fi
+if command -v npm >/dev/null; then
+	web/dashboard/build.sh
+fi

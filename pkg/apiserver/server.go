@@ -28,6 +28,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/apiserver/authz"
 	"github.com/minik8s/minik8s/pkg/apiserver/openapi"
+	"github.com/minik8s/minik8s/pkg/dashboard"
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/kinds"
 	"github.com/minik8s/minik8s/pkg/serviceaccount"
@@ -247,6 +248,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, versionInfo()) })
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	mux.Handle("/openapi/", s.openapi)
+	mux.Handle(dashboard.Prefix, dashboard.Handler())
+	mux.Handle("/dashboard", http.RedirectHandler(dashboard.Prefix, http.StatusMovedPermanently))
 	mux.HandleFunc("/", s.serveAPI)
 	var h http.Handler = mux
 	if s.cfg.Authorizer != nil {

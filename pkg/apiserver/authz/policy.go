@@ -129,7 +129,7 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 		withRules("system:aggregate-to-view", map[string]string{LabelAggregateToAdmin: "true", LabelAggregateToEdit: "true", LabelAggregateToView: "true"}, viewRules()...),
 		withRules("system:basic-user", nil, rule([]string{"create"}, []string{"authorization.k8s.io"}, "selfsubjectaccessreviews", "selfsubjectrulesreviews"),
 			rule([]string{"create"}, []string{"authentication.k8s.io"}, "selfsubjectreviews")),
-		withRules("system:discovery", nil, urls([]string{"get"}, "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/readyz", "/version", "/version/", "/openapi", "/openapi/*")),
+		withRules("system:discovery", nil, urls([]string{"get"}, "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/readyz", "/version", "/version/", "/openapi", "/openapi/*", "/dashboard", "/dashboard/*")),
 		withRules("system:public-info-viewer", nil, urls([]string{"get"}, "/healthz", "/livez", "/readyz", "/version", "/version/")),
 		withRules("system:monitoring", nil, urls([]string{"get"}, "/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*", "/readyz/*", "/healthz/*")),
 		withRules("system:node-bootstrapper", nil, rule([]string{"create", "get", "list", "watch"}, []string{"certificates.k8s.io"}, "certificatesigningrequests")),
