@@ -2,12 +2,19 @@ package apiserver
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // metrics are the apiserver's Prometheus series, named as Kubernetes names them.
 type metrics struct {
-	registry *prometheus.Registry
+	// registry is what /metrics serves: own's series, then those of the
+	// process-wide prometheus.DefaultRegisterer: the Go runtime's and the
+	// process's (client_golang registers them there) and those of the
+	// parts of this process that serve no /metrics of their own (the
+	// workflow engine in the controller manager, pkg/workflow/engine).
+	// own holds no Go or process collector: one family from two gatherers
+	// is an error.
+	registry prometheus.Gatherer
+	own      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	watchers *prometheus.GaugeVec
@@ -15,7 +22,7 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	m := &metrics{
-		registry: prometheus.NewRegistry(),
+		own: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_request_total",
 			Help: "Counter of apiserver requests broken out for each verb, group, resource and HTTP response code.",
@@ -30,7 +37,7 @@ func newMetrics() *metrics {
 			Help: "Number of currently open watches for a given resource.",
 		}, []string{"group", "resource"}),
 	}
-	m.registry.MustRegister(m.requests, m.latency, m.watchers,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.own.MustRegister(m.requests, m.latency, m.watchers)
+	m.registry = prometheus.Gatherers{m.own, prometheus.DefaultGatherer}
 	return m
 }

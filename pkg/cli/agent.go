@@ -47,6 +47,7 @@ type agentFlags struct {
 	proxyMode                string
 	clusterDNS               []string
 	clusterDomain            string
+	nodeExporterPort         int
 	slurm                    slurmFlags
 }
 
@@ -115,6 +116,7 @@ compute nodes. --node-ip is where the apiserver reaches its kubelet for logs.`,
 	fl.StringVar(&f.clusterDomain, "cluster-domain", "", "the cluster's DNS domain (default: the cluster's; refused if it disagrees)")
 	fl.StringVar(&f.proxyMode, "proxy-mode", "auto", "how the node's service proxy programs the kernel: auto (nftables, else iptables), nftables or iptables")
 	fl.StringToStringVar(&f.capacity, "extra-resources", nil, "resources the node offers beyond cpu, memory and pods, e.g. nvidia.com/gpu=2 (local provider)")
+	fl.IntVar(&f.nodeExporterPort, "node-exporter-port", node.DefaultNodeExporterPort, "where the node's prometheus-node-exporter listens on --node-ip (local provider); 0: none")
 	addSlurmFlags(fl, &f.slurm)
 	return cmd
 }
@@ -267,8 +269,17 @@ func runLocalNode(ctx context.Context, f *agentFlags, log *slog.Logger) error {
 		ClusterDNS: clusterDNS, ClusterDomain: settings.ClusterDomain, ProxyMode: f.proxyMode,
 		ClusterCIDR: settings.ClusterCIDR, ServiceCIDR: settings.ServiceCIDR, RootDir: nodeDir(f, f.nodeName),
 		KubeletAddress: f.kubeletAt, HostNetNS: f.netns, Logger: log,
-		PlainHTTPRegistries: nonEmpty(settings.Registry),
+		PlainHTTPRegistries: nonEmpty(settings.Registry), NodeExporterPort: exporterPort(f.nodeExporterPort),
 	})
+}
+
+// exporterPort is node.Config's NodeExporterPort for the flag's port: 0
+// or less is none.
+func exporterPort(port int) int {
+	if port <= 0 {
+		return -1
+	}
+	return port
 }
 
 // nonEmpty is s as a list: none when s is empty.

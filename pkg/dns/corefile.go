@@ -23,6 +23,9 @@ func corefile(cfg Config, kubeconfigPath string) string {
 	if cfg.HealthAddress != "" {
 		fmt.Fprintf(&b, "    health %s\n", cfg.HealthAddress)
 	}
+	if cfg.MetricsAddress != "" {
+		fmt.Fprintf(&b, "    prometheus %s\n", cfg.MetricsAddress)
+	}
 	if len(cfg.AllowNets) > 0 {
 		fmt.Fprintf(&b, "    acl {\n        allow net %s\n        block\n    }\n", strings.Join(cfg.AllowNets, " "))
 	}

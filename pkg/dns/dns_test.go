@@ -2,12 +2,14 @@ package dns
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -38,14 +40,16 @@ func TestCorefile(t *testing.T) {
 				"        ttl 30\n    }\n",
 			"    cache 30 {\n        disable success cluster.local\n        disable denial cluster.local\n    }\n", "    loop\n", "    reload\n", "    errors\n",
 		},
-		not: []string{"bind", "forward", "acl"},
+		not: []string{"bind", "forward", "acl", "prometheus"},
 	}, {
 		name: "bound, upstream, acl, no health",
 		tune: func(c *Config) {
 			c.Listen, c.Upstream, c.HealthAddress, c.ReadyAddress = "127.0.0.1:5353", "/etc/resolv.conf", "-", "127.0.0.1:9"
 			c.AllowNets, c.ClusterDomain = []string{"10.244.0.0/16", "127.0.0.0/8"}, "example.internal"
+			c.MetricsAddress = "127.0.0.1:9153"
 		},
 		want: []string{
+			"    prometheus 127.0.0.1:9153\n",
 			".:5353 {\n", "    bind 127.0.0.1\n", "    ready 127.0.0.1:9\n", "    forward . /etc/resolv.conf\n",
 			"    acl {\n        allow net 10.244.0.0/16 127.0.0.0/8\n        block\n    }\n",
 			"    kubernetes example.internal in-addr.arpa ip6.arpa {\n",
@@ -178,5 +182,23 @@ func TestStartRestartsAndStops(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Start did not return after ctx ended")
+	}
+}
+
+// kube-dns carries CoreDNS's metrics port and Prometheus' annotations
+// (naming the port on the host) only when CoreDNS serves metrics.
+func TestKubeDNSMetrics(t *testing.T) {
+	ip := netip.MustParseAddr("10.96.0.10")
+	svc := KubeDNS(ip, 10053, 19153)
+	if len(svc.Ports) != 3 || svc.Ports[2].Name != MetricsPortName || svc.Ports[2].Port != 9153 || svc.Ports[2].TargetPort != 19153 ||
+		svc.Ports[2].Protocol != corev1.ProtocolTCP {
+		t.Errorf("ports = %+v", svc.Ports)
+	}
+	if svc.Annotations["prometheus.io/scrape"] != "true" || svc.Annotations["prometheus.io/port"] != "19153" {
+		t.Errorf("annotations = %v", svc.Annotations)
+	}
+	off := KubeDNS(ip, 10053, 0)
+	if len(off.Ports) != 2 || off.Annotations["prometheus.io/scrape"] != "false" {
+		t.Errorf("without metrics: ports %+v, annotations %v", off.Ports, off.Annotations)
 	}
 }

@@ -41,14 +41,20 @@ type HostConfig struct {
 	// the only client network answered, besides loopback.
 	ServiceCIDR, ClusterCIDR string
 	// Port is CoreDNS's port on the host (default DefaultPort).
-	Port   int
-	Logger *slog.Logger
+	Port int
+	// MetricsPort is where CoreDNS serves /metrics on the host's
+	// addresses (default DefaultMetricsPort); negative: no metrics.
+	MetricsPort int
+	Logger      *slog.Logger
 }
 
 // RunOnHost runs CoreDNS on all of the host's addresses (answering only
-// pods and loopback) and publishes kube-dns at the node's pod gateway,
-// until ctx ends. Without a coredns binary it logs that cluster DNS is
-// off and returns ErrNoBinary at once.
+// pods and loopback), with its metrics on MetricsPort of the same
+// addresses, and publishes kube-dns at the node's pod gateway, until ctx
+// ends. Without a coredns binary it logs that cluster DNS is off and
+// returns ErrNoBinary at once. When the metrics port is taken (another
+// cluster's CoreDNS on this host) CoreDNS runs without metrics, with a
+// warning: CoreDNS would not start at all otherwise.
 func RunOnHost(ctx context.Context, cfg HostConfig) error {
 	log := cfg.Logger
 	if log == nil {
@@ -74,6 +80,21 @@ func RunOnHost(ctx context.Context, cfg HostConfig) error {
 		Listen: net.JoinHostPort("0.0.0.0", strconv.Itoa(cfg.Port)), ReadyAddress: ready, HealthAddress: health,
 		AllowNets: append([]string{cfg.ClusterCIDR, "127.0.0.0/8", "::1/128"}, cfg.AllowNets...), HostsFile: cfg.HostsFile, Logger: log,
 	}
+	var metricsPort int32
+	if cfg.MetricsPort == 0 {
+		cfg.MetricsPort = DefaultMetricsPort
+	}
+	if cfg.MetricsPort > 0 {
+		// The metrics on the addresses (and so the family) CoreDNS serves
+		// pods on.
+		addr := net.JoinHostPort("0.0.0.0", strconv.Itoa(cfg.MetricsPort))
+		if ln, err := net.Listen("tcp", addr); err != nil {
+			log.Warn("CoreDNS runs without metrics: its metrics port is taken", "address", addr, "err", err)
+		} else {
+			_ = ln.Close()
+			scfg.MetricsAddress, metricsPort = addr, int32(cfg.MetricsPort)
+		}
+	}
 	if _, err := FindBinary(); err != nil {
 		log.Warn("cluster DNS is off: no coredns binary (run hack/install-deps.sh); pods' lookups of cluster names will fail", "err", err)
 		return err
@@ -89,7 +110,7 @@ func RunOnHost(ctx context.Context, cfg HostConfig) error {
 	defer cancel()
 	published := make(chan error, 1)
 	go func() {
-		published <- hostservice.Publish(ctx, hostservice.PublishConfig{Client: cfg.Client, Service: KubeDNS(clusterIP, int32(cfg.Port)),
+		published <- hostservice.Publish(ctx, hostservice.PublishConfig{Client: cfg.Client, Service: KubeDNS(clusterIP, int32(cfg.Port), metricsPort),
 			Address: cfg.Address, NodeName: cfg.NodeName, Logger: log})
 	}()
 	err = srv.Start(ctx) // returns at once only when it cannot write its files

@@ -31,6 +31,10 @@ const (
 	// /health on 127.0.0.1.
 	DefaultReadyPort  = 18181
 	DefaultHealthPort = 18080
+	// DefaultMetricsPort is where RunOnHost's CoreDNS serves its
+	// Prometheus metrics (the prometheus plugin's, and Kubernetes'
+	// kube-dns Service's, port).
+	DefaultMetricsPort = 9153
 	// DefaultClusterDomain is the pods' DNS domain.
 	DefaultClusterDomain = "cluster.local"
 	// User is the CoreDNS client certificate's user name.
@@ -58,6 +62,9 @@ type Config struct {
 	// HealthAddress "-" turns health off).
 	ReadyAddress  string
 	HealthAddress string
+	// MetricsAddress is where CoreDNS serves /metrics (the prometheus
+	// plugin), host:port; empty: no metrics.
+	MetricsAddress string
 	// ClusterDomain defaults to DefaultClusterDomain.
 	ClusterDomain string
 	// Upstream is where other names are forwarded: a resolv.conf path or
@@ -129,6 +136,11 @@ func (c *Config) complete() error {
 		c.HealthAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultHealthPort))
 	case "-":
 		c.HealthAddress = ""
+	}
+	if c.MetricsAddress != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddress); err != nil {
+			return fmt.Errorf("dns: metrics address %q: %w", c.MetricsAddress, err)
+		}
 	}
 	if c.ClusterDomain == "" {
 		c.ClusterDomain = DefaultClusterDomain

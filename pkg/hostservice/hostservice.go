@@ -34,6 +34,10 @@ import (
 type Service struct {
 	Namespace, Name string
 	Labels          map[string]string
+	// Annotations are set on the Service (prometheus.io/scrape and
+	// friends, which Prometheus' service-endpoints job reads); others
+	// that it has are kept.
+	Annotations map[string]string
 	// ClusterIP is fixed (kube-dns's 10.96.0.10) or empty: allocated by
 	// the apiserver and kept.
 	ClusterIP string
@@ -116,7 +120,7 @@ func ensureEndpoints(ctx context.Context, client kubernetes.Interface, svc Servi
 
 func desiredService(svc Service) *corev1.Service {
 	out := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, Labels: svc.Labels},
+		ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, Labels: svc.Labels, Annotations: svc.Annotations},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: svc.ClusterIP},
 	}
 	for _, p := range svc.Ports {
@@ -143,21 +147,38 @@ func ensureService(ctx context.Context, client kubernetes.Interface, svc Service
 		}
 		return services.Create(ctx, want, metav1.CreateOptions{})
 	}
-	labelsOK := true
-	for k, v := range want.Labels {
-		labelsOK = labelsOK && cur.Labels[k] == v
-	}
-	if portsEqual(cur.Spec.Ports, want.Spec.Ports) && len(cur.Spec.Selector) == 0 && labelsOK {
+	if portsEqual(cur.Spec.Ports, want.Spec.Ports) && len(cur.Spec.Selector) == 0 &&
+		hasAll(cur.Labels, want.Labels) && hasAll(cur.Annotations, want.Annotations) {
 		return cur, nil
 	}
 	cur.Spec.Ports, cur.Spec.Selector = want.Spec.Ports, nil
-	if cur.Labels == nil {
-		cur.Labels = map[string]string{}
-	}
-	for k, v := range want.Labels {
-		cur.Labels[k] = v
-	}
+	cur.Labels = withAll(cur.Labels, want.Labels)
+	cur.Annotations = withAll(cur.Annotations, want.Annotations)
 	return services.Update(ctx, cur, metav1.UpdateOptions{})
+}
+
+// hasAll says whether m holds every key of want, with its value.
+func hasAll(m, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := m[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// withAll is m with want's keys set; m's others are kept.
+func withAll(m, want map[string]string) map[string]string {
+	if len(want) == 0 {
+		return m
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	for k, v := range want {
+		m[k] = v
+	}
+	return m
 }
 
 func portsEqual(a, b []corev1.ServicePort) bool {

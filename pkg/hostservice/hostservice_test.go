@@ -89,3 +89,43 @@ func TestGateway(t *testing.T) {
 		t.Error("Gateway of a bad CIDR should fail")
 	}
 }
+
+// The Service's annotations are set, on create and on a Service that
+// lacks them; annotations of others are kept.
+func TestEnsureAnnotations(t *testing.T) {
+	ctx := context.Background()
+	svc := dnsLike("10.96.0.10")
+	svc.Annotations = map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9153"}
+	ep := Endpoint{Address: netip.MustParseAddr("10.244.0.1")}
+
+	client := fake.NewClientset()
+	got, err := Ensure(ctx, client, svc, ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations["prometheus.io/scrape"] != "true" || got.Annotations["prometheus.io/port"] != "9153" {
+		t.Errorf("created with annotations %v", got.Annotations)
+	}
+
+	old := desiredService(dnsLike("10.96.0.10"))
+	old.Annotations = map[string]string{"someone.else/note": "kept", "prometheus.io/port": "1"}
+	client = fake.NewClientset(old)
+	for range 2 {
+		if _, err := Ensure(ctx, client, svc, ep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err = client.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"someone.else/note": "kept", "prometheus.io/scrape": "true", "prometheus.io/port": "9153"}
+	if len(got.Annotations) != len(want) {
+		t.Errorf("annotations = %v, want %v", got.Annotations, want)
+	}
+	for k, v := range want {
+		if got.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, got.Annotations[k], v)
+		}
+	}
+}

@@ -72,7 +72,11 @@ type Config struct {
 	// cluster whose node monitor grace period is shorter than the default
 	// needs a shorter lease, or healthy nodes look unreachable.
 	LeaseDuration time.Duration
-	Logger        *slog.Logger
+	// NodeExporterPort is where the node's node exporter listens on
+	// NodeIP (default DefaultNodeExporterPort, 9100: where Prometheus'
+	// node-exporter job looks); negative: none.
+	NodeExporterPort int
+	Logger           *slog.Logger
 }
 
 // Run runs the node's parts (Parts) until ctx ends or one of them fails;
@@ -89,9 +93,10 @@ func Run(ctx context.Context, cfg Config) error {
 // answers and has the built-in images), the host's routes (ready once
 // the cluster and service ranges are routed; then it keeps a route to
 // every other node's pods), the service proxy, the node's half of the
-// local-path provisioner (pkg/kubelet/localpath) and the kubelet. A node
-// without a usable nft or iptables has no service proxy (a warning): it
-// still runs pods, only without Services.
+// local-path provisioner (pkg/kubelet/localpath), the kubelet and the node
+// exporter (exporter.go). A node without a usable nft or iptables has no
+// service proxy (a warning): it still runs pods, only without Services;
+// one without prometheus-node-exporter has no node exporter (a warning).
 func Parts(cfg Config) ([]component.Part, error) {
 	if cfg.NodeName == "" || cfg.NodeIP == "" || cfg.REST == nil {
 		return nil, errors.New("node: name, IP and credentials are required")
@@ -126,9 +131,13 @@ func Parts(cfg Config) ([]component.Part, error) {
 		return nil, err
 	}
 	parts = append(parts, component.Func("local-path", reaper.Start))
-	return append(parts, component.Func("kubelet", func(ctx context.Context) error {
+	parts = append(parts, component.Func("kubelet", func(ctx context.Context) error {
 		return runKubelet(ctx, cfg, client, ctrd.address, reaper.Root())
-	})), nil
+	}))
+	if exporter := nodeExporterPart(&cfg); exporter != nil {
+		parts = append(parts, exporter)
+	}
+	return parts, nil
 }
 
 // containerdPart makes sure containerd answers (starting it when none

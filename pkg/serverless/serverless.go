@@ -135,7 +135,11 @@ func Run(ctx context.Context, cfg Config) error {
 			Logger: log, Service: hostservice.Service{
 				Namespace: fnmeta.RouterNamespace, Name: fnmeta.RouterService, ManagedBy: "functions.minik8s.io",
 				Labels: map[string]string{"app.kubernetes.io/name": "minik8s-functions"},
-				Ports:  []hostservice.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: int32(cfg.RouterPort)}},
+				// Prometheus' service-endpoints job scrapes the router's
+				// /metrics (minik8s_function_*) at its port on the host.
+				Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/path": "/metrics",
+					"prometheus.io/port": strconv.Itoa(cfg.RouterPort)},
+				Ports: []hostservice.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: int32(cfg.RouterPort)}},
 			}})
 	}
 	go fnInformer.Run(ctx.Done())

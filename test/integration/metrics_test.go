@@ -113,8 +113,10 @@ func metricValue(samples []sample, name string, want map[string]string) (float64
 
 func TestMetrics(t *testing.T) {
 	// The garbage collector opens a ConfigMap watch of its own whenever its
-	// discovery comes round: it would move the watcher count under the test.
-	c := startClusterWith(t, withoutControllers("garbagecollector"))
+	// discovery comes round, and the root-ca-cert-publisher's informer
+	// watches ConfigMaps from whenever its term starts: either would move
+	// the watcher count under the test.
+	c := startClusterWith(t, withoutControllers("garbagecollector", "root-ca-cert-publisher"))
 	ctx := ctxT(t)
 	rc := newRawClient(t, c)
 	scrape := func() []sample {

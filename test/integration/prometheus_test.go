@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,8 +21,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/kubelet/simulated"
 	"github.com/minik8s/minik8s/pkg/prometheus"
 )
 
@@ -161,6 +164,68 @@ func TestPrometheusFindsItsTargets(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPrometheusMatchesKubectlTop: a PromQL query for a pod's
+// container_memory_working_set_bytes, which Prometheus scrapes from the
+// kubelet's /metrics/cadvisor through the apiserver's node proxy, returns
+// what metrics.k8s.io's PodMetrics (what kubectl top pod reads) says of
+// the same container, within 10% (the simulated kubelet reports its
+// annotation's figure to both, so they are equal).
+func TestPrometheusMatchesKubectlTop(t *testing.T) {
+	if _, err := prometheus.FindBinary(); err != nil {
+		t.Skipf("no prometheus with Kubernetes service discovery (hack/install-deps.sh builds it, CI has it): %v", err)
+	}
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	const nodeName, podName = "top-node", "top-pod"
+	startServingNode(t, c, nodeName)
+	if _, err := c.client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: podName, Annotations: map[string]string{
+			simulated.AnnotationCPUUsage: "250m", simulated.AnnotationMemoryUsage: "64Mi"}},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	prom := startPrometheus(t, c, metricsServer(t, "/metrics", "").port)
+
+	// What kubectl top pod reads.
+	var top float64
+	promEventually(t, ctx, "the pod's PodMetrics", func() error {
+		raw, err := c.client.CoreV1().RESTClient().Get().
+			AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/" + podName).DoRaw(ctx)
+		if err != nil {
+			return err
+		}
+		var pm metricsv1beta1.PodMetrics
+		if err := json.Unmarshal(raw, &pm); err != nil {
+			return err
+		}
+		for _, ct := range pm.Containers {
+			if ct.Name == "app" {
+				top = float64(ct.Usage.Memory().Value())
+			}
+		}
+		if top == 0 {
+			return fmt.Errorf("no memory of container app in %s", raw)
+		}
+		return nil
+	})
+	var got float64
+	query := `container_memory_working_set_bytes{job="` + prometheus.JobKubeletCadvisor + `",namespace="default",pod="` + podName + `",container="app"}`
+	promEventually(t, ctx, "the container's working set in Prometheus", func() error {
+		v, err := prom.query(ctx, query)
+		if err != nil {
+			return err
+		}
+		got, err = strconv.ParseFloat(v, 64)
+		return err
+	})
+	if diff := math.Abs(got-top) / top; diff > 0.1 {
+		t.Errorf("Prometheus: %s = %.0f; kubectl top's PodMetrics: %.0f bytes (%.1f%% apart, want within 10%%)", query, got, top, 100*diff)
+	}
+	t.Logf("working set: Prometheus %.0f, PodMetrics %.0f bytes", got, top)
 }
 
 // testMetrics is a test server of metrics on 127.0.0.1.

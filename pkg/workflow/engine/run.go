@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +45,10 @@ type Config struct {
 	Workers int
 	// MaxCalls bounds the function calls in flight (default 512).
 	MaxCalls int
+	// Registerer receives the engine's Prometheus series (metrics.go);
+	// default prometheus.DefaultRegisterer, which the apiserver's
+	// /metrics serves.
+	Registerer prometheus.Registerer
 }
 
 // ErrAborted is the error of a run aborted by its parent.
@@ -57,6 +62,7 @@ type RunController struct {
 	runs      cache.SharedIndexInformer
 	workflows cache.SharedIndexInformer
 	calls     chan struct{}
+	metrics   *metrics
 
 	mu sync.Mutex
 	// inflight are the function calls of runs, by run key.
@@ -97,11 +103,18 @@ func NewRunController(kc *kit.Context, cfg Config) (*RunController, error) {
 	if cfg.MaxCalls <= 0 {
 		cfg.MaxCalls = 512
 	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.DefaultRegisterer
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	workers, err := kit.Workers("workflowrun", cfg.Workers, 8)
 	if err != nil {
 		return nil, err
 	}
-	c := &RunController{
+	c := &RunController{metrics: m,
 		Base: kc.NewBase("workflowrun", "workflowrun", workers, "workflow-engine"), cfg: cfg,
 		runsAPI:   cfg.Dynamic.Resource(wfmeta.WorkflowRunResource),
 		runs:      cfg.Informers.ForResource(wfmeta.WorkflowRunResource).Informer(),
@@ -395,7 +408,7 @@ func (c *RunController) machine(def *minik8sv1.JSON) (*asl.Machine, error) {
 // write records x as run's status; the object written is remembered so
 // the next reconcile starts from it even before the cache has it.
 func (c *RunController) write(ctx context.Context, key string, run *minik8sv1.WorkflowRun, x *asl.Execution) error {
-	before := run.Status.Phase
+	before, entered := run.Status.Phase, run.Status.Transitions
 	recordExecution(x, &run.Status)
 	if wfmeta.Finished(run.Status.Phase) && run.Status.CompletionTime == nil {
 		run.Status.CompletionTime = ptr.To(metav1.NewTime(c.Clock.Now()))
@@ -403,6 +416,7 @@ func (c *RunController) write(ctx context.Context, key string, run *minik8sv1.Wo
 	if err := c.update(ctx, key, run); err != nil {
 		return err
 	}
+	c.metrics.entered(run, entered)
 	if run.Status.Phase != before && wfmeta.Finished(run.Status.Phase) {
 		c.recordEnd(run)
 	}
@@ -431,10 +445,11 @@ func (c *RunController) update(ctx context.Context, key string, run *minik8sv1.W
 	return nil
 }
 
-// recordEnd records an Event for a run that did not succeed; a success
-// is in its status, and an Event per run of a busy workflow would cost a
-// write each.
+// recordEnd counts a run that has just ended (metrics.go) and records an
+// Event for one that did not succeed; a success is in its status, and an
+// Event per run of a busy workflow would cost a write each.
 func (c *RunController) recordEnd(run *minik8sv1.WorkflowRun) {
+	c.metrics.ended(run)
 	if run.Status.Phase != minik8sv1.WorkflowRunSucceeded {
 		c.Recorder.Eventf(run, corev1.EventTypeWarning, run.Status.Phase, "%s: %s", run.Status.Error, run.Status.Cause)
 	}
