@@ -96,6 +96,11 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, 
 		// Status is the controllers' to write; a new object starts without one.
 		resetField(obj, "Status")
 	}
+	// Priority admission reads what the pod asked for, before defaults
+	// fill in priority 0.
+	if err := s.admitPriority(ctx, res, obj); err != nil {
+		return nil, err
+	}
 	res.ApplyDefaults(obj)
 	if res.PrepareForCreate != nil {
 		res.PrepareForCreate(obj)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minik8s/minik8s/pkg/controller/volume/localpath"
+	"github.com/minik8s/minik8s/pkg/registry/kinds"
 )
 
 // ensureDefaultStorageClass creates the default StorageClass local-path
@@ -19,6 +20,18 @@ func ensureDefaultStorageClass(ctx context.Context, client kubernetes.Interface)
 	_, err := client.StorageV1().StorageClasses().Create(ctx, localpath.DefaultClass(), metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the default storage class: %w", err)
+	}
+	return nil
+}
+
+// ensureSystemPriorityClasses creates system-node-critical and
+// system-cluster-critical, as kube-apiserver does at start.
+func ensureSystemPriorityClasses(ctx context.Context, client kubernetes.Interface) error {
+	for _, pc := range kinds.SystemPriorityClasses() {
+		_, err := client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create priority class %s: %w", pc.Name, err)
+		}
 	}
 	return nil
 }

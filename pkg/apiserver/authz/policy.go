@@ -52,7 +52,7 @@ var workloadResources = []struct {
 	group     string
 	resources []string
 }{
-	{"", []string{"pods", "pods/log", "pods/status", "configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status",
+	{"", []string{"pods", "pods/log", "pods/status", "podtemplates", "configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status",
 		"replicationcontrollers", "replicationcontrollers/scale", "replicationcontrollers/status", "serviceaccounts", "services", "services/status",
 		"events", "limitranges", "resourcequotas", "resourcequotas/status", "namespaces/status"}},
 	{"apps", []string{"controllerrevisions", "daemonsets", "daemonsets/status", "deployments", "deployments/scale", "deployments/status",

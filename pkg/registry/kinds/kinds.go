@@ -19,6 +19,7 @@ func Builtin() []*registry.Resource {
 		endpointSlices(), leases(), storageClasses(), ingresses(), certificateSigningRequests(),
 		controllerRevisions(), statefulSets(),
 		clusterRoleBindings(), clusterRoles(), roleBindings(), roles(),
+		podTemplates(), priorityClasses(), runtimeClasses(), ingressClasses(),
 	}
 }
 

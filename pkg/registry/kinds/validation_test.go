@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,7 +97,7 @@ func TestValidateValidObjects(t *testing.T) {
 			ObjectMeta:     nsMeta("node-1.abc"),
 			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-1"},
 		}, namespaced: true},
-		{name: "unknown kind with path-segment name", obj: &schedulingv1.PriorityClass{
+		{name: "unknown kind with path-segment name", obj: &storagev1.CSIDriver{
 			ObjectMeta: metav1.ObjectMeta{Name: "system:controller:job-controller"},
 		}},
 		{name: "not an object with metadata", obj: &metav1.Status{}},
@@ -137,7 +136,7 @@ func TestValidateObjectMeta(t *testing.T) {
 		}), namespaced: true, want: []string{"metadata.annotations: Too long"}},
 		{name: "bad annotation key", obj: mutate(validPod(), func(p *corev1.Pod) { p.Annotations = map[string]string{"a b": ""} }), namespaced: true,
 			want: []string{"metadata.annotations"}},
-		{name: "unknown kind gets meta checks", obj: &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}},
+		{name: "unknown kind gets meta checks", obj: &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}},
 			want: []string{"metadata.namespace"}},
 	})
 }
