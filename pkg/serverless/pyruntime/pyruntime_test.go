@@ -76,7 +76,19 @@ func run(t *testing.T, files map[string]string, env ...string) *instance {
 	for path, content := range files {
 		writeFile(t, filepath.Join(fnDir, path), []byte(content))
 	}
-	port := freePort(t)
+	// The server inherits a socket already listening on a free port, so
+	// no other process can take the port before it serves.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lnFile, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ln.Close()
+	defer lnFile.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
 	in := &instance{
 		url:         "http://127.0.0.1:" + strconv.Itoa(port),
 		stderr:      &syncBuffer{},
@@ -87,8 +99,10 @@ func run(t *testing.T, files map[string]string, env ...string) *instance {
 	in.cmd.Env = append(os.Environ(),
 		"FUNCTION_DIR="+fnDir,
 		"PORT="+strconv.Itoa(port),
+		"LISTEN_FD=3",
 		"TERMINATION_MESSAGE_PATH="+in.termination,
 	)
+	in.cmd.ExtraFiles = []*os.File{lnFile}
 	in.cmd.Env = append(in.cmd.Env, env...)
 	in.cmd.Stdout = in.stderr
 	in.cmd.Stderr = in.stderr
@@ -192,16 +206,6 @@ func writeFile(t *testing.T, path string, content []byte) {
 	if err := os.WriteFile(path, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func TestServerJSON(t *testing.T) {

@@ -12,6 +12,8 @@ Environment:
                      gets 504, and SIGTERM waits at most this long for calls
                      in flight (30 s without it)
   PORT               port to listen on (default 8080)
+  LISTEN_FD          a socket already listening, to serve on instead (the
+                     tests pass one so that no other process takes the port)
   TERMINATION_MESSAGE_PATH  where a start-up failure is written
                      (default /dev/termination-log)
 
@@ -287,6 +289,22 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 1024
 
 
+def new_server(port, handler_class):
+    """Listens on port, or on the socket inherited as LISTEN_FD: a caller
+    that binds the port itself (the tests) leaves no moment in which
+    another process can take it."""
+    fd = os.environ.get("LISTEN_FD")
+    if not fd:
+        return Server(("", port), handler_class)
+    import socket
+
+    server = Server(("", port), handler_class, bind_and_activate=False)
+    server.socket.close()
+    server.socket = socket.socket(fileno=int(fd))
+    server.server_address = server.socket.getsockname()
+    return server
+
+
 def drain(server, runtime, grace):
     """Serves DRAIN_SECONDS more, then stops and waits for calls in flight."""
     threading.Event().wait(DRAIN_SECONDS)
@@ -323,7 +341,7 @@ def main():
 
     runtime = Runtime(handler, timeout)
     handler_class = type("Handler", (RequestHandler,), {"runtime": runtime})
-    server = Server(("", port), handler_class)
+    server = new_server(port, handler_class)
     done = threading.Event()
 
     def on_sigterm(signum, frame):
