@@ -212,4 +212,3 @@ var flowSchemaPrinter = printers.Typed(
 			printers.Age(fs.CreationTimestamp, now), missing}
 	},
 )
-
