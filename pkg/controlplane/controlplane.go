@@ -367,6 +367,9 @@ func (p *apiserverPart) serving(ctx context.Context, port int, api *apiserver.Se
 	if err := ensureSystemPriorityClasses(ctx, admin); err != nil {
 		return err
 	}
+	if err := ensureMandatoryFlowControl(ctx, admin); err != nil {
+		return err
+	}
 	log.Info("nodes join with minik8s agent --server https://<address>:<port> --token <join token>",
 		"port", port, "joinTokenFile", nodeTokenPath)
 	p.cp = ControlPlane{URL: url, KubeconfigPath: kubeconfig, EtcdEndpoint: p.db.endpoint, Server: api, Bundle: bundle,

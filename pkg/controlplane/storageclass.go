@@ -35,3 +35,22 @@ func ensureSystemPriorityClasses(ctx context.Context, client kubernetes.Interfac
 	}
 	return nil
 }
+
+// ensureMandatoryFlowControl creates the "exempt" and "catch-all"
+// PriorityLevelConfigurations and FlowSchemas, as kube-apiserver keeps
+// its mandatory configuration. Levels go first: the schemas name them.
+func ensureMandatoryFlowControl(ctx context.Context, client kubernetes.Interface) error {
+	for _, pl := range kinds.MandatoryPriorityLevelConfigurations() {
+		_, err := client.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create priority level %s: %w", pl.Name, err)
+		}
+	}
+	for _, fs := range kinds.MandatoryFlowSchemas() {
+		_, err := client.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create flow schema %s: %w", fs.Name, err)
+		}
+	}
+	return nil
+}

@@ -166,6 +166,11 @@ func validateSignerName(name string, p *field.Path) field.ErrorList {
 	if name == legacyUnknownSignerName {
 		return field.ErrorList{field.Invalid(p, name, "the legacy signerName is not allowed via this API version")}
 	}
+	return signerNameFormat(name, p)
+}
+
+// signerNameFormat: "<domain>/<path>", the domain a DNS subdomain.
+func signerNameFormat(name string, p *field.Path) field.ErrorList {
 	domain, path, ok := strings.Cut(name, "/")
 	if !ok || path == "" {
 		return field.ErrorList{field.Invalid(p, name, "must be a fully qualified domain and path of the form 'example.com/signer-name'")}

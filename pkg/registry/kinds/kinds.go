@@ -20,6 +20,9 @@ func Builtin() []*registry.Resource {
 		controllerRevisions(), statefulSets(),
 		clusterRoleBindings(), clusterRoles(), roleBindings(), roles(),
 		podTemplates(), priorityClasses(), runtimeClasses(), ingressClasses(),
+		csiDrivers(), csiNodes(), csiStorageCapacities(), volumeAttachments(), volumeAttributesClasses(),
+		clusterTrustBundles(), serviceCIDRs(), ipAddresses(), flowSchemas(), priorityLevelConfigurations(),
+		storageVersionMigrations(),
 	}
 }
 

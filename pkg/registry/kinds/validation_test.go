@@ -97,7 +97,7 @@ func TestValidateValidObjects(t *testing.T) {
 			ObjectMeta:     nsMeta("node-1.abc"),
 			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-1"},
 		}, namespaced: true},
-		{name: "unknown kind with path-segment name", obj: &storagev1.CSIDriver{
+		{name: "unknown kind with path-segment name", obj: &networkingv1.NetworkPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "system:controller:job-controller"},
 		}},
 		{name: "not an object with metadata", obj: &metav1.Status{}},
