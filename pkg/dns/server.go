@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -211,27 +210,10 @@ func (s *Server) Start(ctx context.Context) error {
 // WaitReady polls CoreDNS's /ready until it answers 200 (its kubernetes
 // plugin has synced with the apiserver) or ctx ends.
 func (s *Server) WaitReady(ctx context.Context) error {
-	url := "http://" + s.cfg.ReadyAddress + "/ready"
-	client := &http.Client{Timeout: time.Second}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := client.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("coredns not ready (see %s): %w", s.logPath, ctx.Err())
-		case <-tick.C:
-		}
+	if err := supervisor.WaitHTTP(ctx, "http://"+s.cfg.ReadyAddress+"/ready", 200*time.Millisecond); err != nil {
+		return fmt.Errorf("coredns not ready (see %s): %w", s.logPath, err)
 	}
+	return nil
 }
 
 func (s *Server) writeFiles() error {

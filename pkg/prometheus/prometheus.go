@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	neturl "net/url"
 	"os"
 	"os/exec"
@@ -222,7 +221,7 @@ func Run(ctx context.Context, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wg.Go(func() {
-		if waitReady(ctx, readyURL(cfg.Listen)) == nil {
+		if supervisor.WaitHTTP(ctx, readyURL(cfg.Listen), 200*time.Millisecond) == nil {
 			log.Info("ready", "address", cfg.Listen, "dir", cfg.Dir)
 			if cfg.Ready != nil {
 				cfg.Ready()
@@ -294,27 +293,3 @@ func localAddress(listen string) string {
 }
 
 func readyURL(listen string) string { return "http://" + localAddress(listen) + "/-/ready" }
-
-// waitReady polls url until it answers 200 or ctx ends.
-func waitReady(ctx context.Context, url string) error {
-	client := &http.Client{Timeout: time.Second}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := client.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -153,37 +152,13 @@ func (r *Registry) Start(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if r.waitReady(ctx) == nil {
+			if supervisor.WaitHTTP(ctx, r.probeURL, 100*time.Millisecond) == nil {
 				r.log.Info("ready", "address", r.cfg.Address)
 				r.cfg.Ready()
 			}
 		}()
 	}
 	return proc.Start(ctx)
-}
-
-// waitReady polls GET /v2/ until it answers 200 or ctx ends.
-func (r *Registry) waitReady(ctx context.Context) error {
-	client := &http.Client{Timeout: time.Second}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.probeURL, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := client.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 // config is the registry's config.yml: filesystem storage under
