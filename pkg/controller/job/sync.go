@@ -129,9 +129,13 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if indexed(job) {
 		completions := *job.Spec.Completions
 		s.prevIndexes = parseIndexes(job.Status.CompletedIndexes, int(completions))
+		// Every succeeded pod's index is done, whether or not its tracking
+		// finalizer is still there: once the finalizer is gone the index
+		// is in a status write the Job informer may not show yet, and
+		// leaving it out would create that index's pod again.
 		var ixs []int
 		for _, p := range pods {
-			if p.Status.Phase == corev1.PodSucceeded && hasTrackingFinalizer(p) && validIndex(p, completions) {
+			if p.Status.Phase == corev1.PodSucceeded && validIndex(p, completions) {
 				ixs = append(ixs, completionIndex(p))
 			}
 		}
