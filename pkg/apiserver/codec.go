@@ -136,6 +136,29 @@ func decodeInto(data []byte, gvk schema.GroupVersionKind, into runtime.Object, d
 	return msgs, nil
 }
 
+// decodeObject decodes a JSON object of res's kind as decodeInto does;
+// what a custom resource's schema does not know is dropped (pruned) and
+// reported as an unknown field would be.
+func decodeObject(res *registry.Resource, data []byte, directive string) (runtime.Object, []string, error) {
+	obj := res.New()
+	warnings, err := decodeInto(data, res.GroupVersionKind(), obj, directive)
+	if err != nil || res.Prune == nil {
+		return obj, warnings, err
+	}
+	pruned := res.Prune(obj)
+	if len(pruned) == 0 || directive == metav1.FieldValidationIgnore {
+		return obj, warnings, nil
+	}
+	msgs := make([]string, 0, len(pruned))
+	for _, path := range pruned {
+		msgs = append(msgs, fmt.Sprintf("unknown field %q", path))
+	}
+	if directive == metav1.FieldValidationStrict {
+		return nil, nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+	}
+	return obj, append(warnings, msgs...), nil
+}
+
 func addWarnings(w http.ResponseWriter, warnings []string) {
 	for _, msg := range warnings {
 		w.Header().Add("Warning", warningHeader(msg))

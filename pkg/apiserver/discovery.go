@@ -50,7 +50,7 @@ func newDiscovery(table *registry.Table) *discovery {
 			g.PreferredVersion = v
 		}
 	}
-	for _, r := range table.All {
+	for _, r := range table.Resources() {
 		list := d.resources[r.GroupVersion()]
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: r.Resource, SingularName: r.Singular, Namespaced: r.Namespaced, Kind: r.Kind,
@@ -134,7 +134,7 @@ func groupRank(g string) int {
 // serveDiscovery answers /api, /api/v1, /apis, /apis/{g} and /apis/{g}/{v}.
 // Discovery documents are read-only: another method than GET is a 405.
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
-	doc := s.discovery.document(splitPath(r.URL.Path))
+	doc := s.discovery.Load().document(splitPath(r.URL.Path))
 	if doc == nil {
 		return false
 	}
@@ -189,3 +189,17 @@ func proxyKind(res *registry.Resource) string {
 	}
 	return "NodeProxyOptions"
 }
+
+// newDiscovery builds the discovery documents of what the server serves
+// now: its table, the review APIs and metrics.k8s.io.
+func (s *Server) newDiscovery() *discovery {
+	d := newDiscovery(s.table)
+	d.addReviewAPIs()
+	if servesMetricsAPI(s.table) {
+		d.addMetricsAPI()
+	}
+	return d
+}
+
+// refreshDiscovery rebuilds the discovery documents after the table changed.
+func (s *Server) refreshDiscovery() { s.discovery.Store(s.newDiscovery()) }

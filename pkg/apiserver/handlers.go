@@ -133,6 +133,11 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 	case "watch":
 		return s.serveWatch(w, r, res, info)
 	case "create":
+		if res.RefuseCreate != "" {
+			err := apierrors.NewMethodNotSupported(res.GroupResource(), "create")
+			err.ErrStatus.Message = res.RefuseCreate
+			return err
+		}
 		out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), false)
 		if err != nil {
 			return err
@@ -141,8 +146,7 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 		if err != nil {
 			return err
 		}
-		obj := res.New()
-		warnings, err := s.decodeRequest(r, res.GroupVersionKind(), obj)
+		obj, warnings, err := s.decodeResourceRequest(r, res)
 		if err != nil {
 			return err
 		}
@@ -213,19 +217,35 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 
 // decodeRequest reads the body into obj of kind gvk, honouring ?fieldValidation.
 func (s *Server) decodeRequest(r *http.Request, gvk schema.GroupVersionKind, obj runtime.Object) ([]string, error) {
-	directive, err := fieldValidation(r)
-	if err != nil {
-		return nil, err
-	}
-	data, err := readBody(r)
-	if err != nil {
-		return nil, err
-	}
-	js, err := s.bodyJSON(r, data, gvk)
+	js, directive, err := s.requestJSON(r, gvk)
 	if err != nil {
 		return nil, err
 	}
 	return decodeInto(js, gvk, obj, directive)
+}
+
+// decodeResourceRequest reads the body as an object of res, honouring
+// ?fieldValidation.
+func (s *Server) decodeResourceRequest(r *http.Request, res *registry.Resource) (runtime.Object, []string, error) {
+	js, directive, err := s.requestJSON(r, res.GroupVersionKind())
+	if err != nil {
+		return nil, nil, err
+	}
+	return decodeObject(res, js, directive)
+}
+
+// requestJSON is the body of r as JSON, and its ?fieldValidation directive.
+func (s *Server) requestJSON(r *http.Request, gvk schema.GroupVersionKind) ([]byte, string, error) {
+	directive, err := fieldValidation(r)
+	if err != nil {
+		return nil, "", err
+	}
+	data, err := readBody(r)
+	if err != nil {
+		return nil, "", err
+	}
+	js, err := s.bodyJSON(r, data, gvk)
+	return js, directive, err
 }
 
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, sub subresource) error {
@@ -237,8 +257,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
-	desired := res.New()
-	warnings, err := s.decodeRequest(r, res.GroupVersionKind(), desired)
+	desired, warnings, err := s.decodeResourceRequest(r, res)
 	if err != nil {
 		return err
 	}
@@ -288,11 +307,9 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 		if err != nil {
 			return nil, err
 		}
-		desired := res.New()
-		if warnings, err = decodeInto(patched, res.GroupVersionKind(), desired, directive); err != nil {
-			return nil, err
-		}
-		return desired, nil
+		desired, w, err := decodeObject(res, patched, directive)
+		warnings = w
+		return desired, err
 	}, wo)
 	if err != nil {
 		return err

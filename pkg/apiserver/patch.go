@@ -9,6 +9,7 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,6 +68,11 @@ func applyPatch(pt types.PatchType, current runtime.Object, patch []byte) (_ []b
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON merge patch: %v", err))
 		}
 	case types.StrategicMergePatchType:
+		if _, custom := current.(*unstructured.Unstructured); custom {
+			// A custom resource has no Go type to read merge keys from.
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schema.GroupResource{}, "",
+				"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json", 0, false)
+		}
 		var patchMap map[string]any
 		if err := json.Unmarshal(patch, &patchMap); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid strategic merge patch: %v", err))

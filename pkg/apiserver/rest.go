@@ -10,12 +10,14 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -26,7 +28,12 @@ import (
 	"github.com/minik8s/minik8s/pkg/storage"
 )
 
-func keyPrefix(res *registry.Resource) string { return "/registry/" + res.Resource + "/" }
+func keyPrefix(res *registry.Resource) string {
+	if res.StoragePrefix != "" {
+		return res.StoragePrefix
+	}
+	return "/registry/" + res.Resource + "/"
+}
 
 func objectKey(res *registry.Resource, ns, name string) string {
 	if res.Namespaced {
@@ -327,7 +334,7 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 	// Kubernetes' strategies do: a client sending none (a kubectl apply
 	// patch removing what a replace saved) or a stale one is not refused.
 	om.SetGeneration(cm.GetGeneration())
-	if !res.NoGeneration && !apiequality.Semantic.DeepEqual(specOf(obj), specOf(current)) {
+	if !res.NoGeneration && !apiequality.Semantic.DeepEqual(specOf(res, obj), specOf(res, current)) {
 		om.SetGeneration(cm.GetGeneration() + 1)
 	}
 	var errs field.ErrorList
@@ -490,8 +497,18 @@ func subset(a, b []string) bool {
 	return true
 }
 
-// copyField copies the named top-level struct field (Spec, Status) from src to dst.
+// copyField copies the named top-level struct field (Spec, Status) from
+// src to dst; of a custom resource, its lower-case key.
 func copyField(dst, src runtime.Object, name string) {
+	if du, ok := dst.(*unstructured.Unstructured); ok {
+		key := strings.ToLower(name)
+		if v, found := src.(*unstructured.Unstructured).Object[key]; found {
+			du.Object[key] = runtime.DeepCopyJSONValue(v)
+		} else {
+			delete(du.Object, key)
+		}
+		return
+	}
 	d := reflect.ValueOf(dst).Elem().FieldByName(name)
 	s := reflect.ValueOf(src).Elem().FieldByName(name)
 	if d.IsValid() && s.IsValid() && d.CanSet() {
@@ -500,6 +517,10 @@ func copyField(dst, src runtime.Object, name string) {
 }
 
 func resetField(obj runtime.Object, name string) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		delete(u.Object, strings.ToLower(name))
+		return
+	}
 	f := reflect.ValueOf(obj).Elem().FieldByName(name)
 	if f.IsValid() && f.CanSet() {
 		f.Set(reflect.Zero(f.Type()))
@@ -508,7 +529,18 @@ func resetField(obj runtime.Object, name string) {
 
 // specOf is what metadata.generation tracks: the Spec field, or for kinds
 // without one (ConfigMap-like), everything but metadata and status.
-func specOf(obj runtime.Object) any {
+func specOf(res *registry.Resource, obj runtime.Object) any {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// A custom resource's generation moves with everything but its
+		// metadata, and its status when that is a subresource.
+		rest := map[string]any{}
+		for k, v := range u.Object {
+			if k != "metadata" && k != "apiVersion" && k != "kind" && (k != "status" || !res.Status) {
+				rest[k] = v
+			}
+		}
+		return rest
+	}
 	v := reflect.ValueOf(obj).Elem()
 	if f := v.FieldByName("Spec"); f.IsValid() {
 		return f.Interface()

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -100,7 +101,7 @@ type Server struct {
 	table     *registry.Table
 	scheme    *k8sruntime.Scheme
 	codecs    serializer.CodecFactory
-	discovery *discovery
+	discovery atomic.Pointer[discovery]
 	openapi   http.Handler
 	metrics   *metrics
 	// hooks keep state outside the objects in step with their writes.
@@ -216,7 +217,6 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, store: store, table: table, scheme: scheme,
 		hooks:     hooks,
 		codecs:    serializer.NewCodecFactory(scheme),
-		discovery: newDiscovery(table),
 		openapi:   oapi,
 		metrics:   newMetrics(),
 		kubelet:   newKubeletClient(cfg.KubeletClientCert),
@@ -224,9 +224,8 @@ func New(cfg Config) (*Server, error) {
 		log:       cfg.Logger,
 		now:       cfg.Now,
 	}
-	s.discovery.addReviewAPIs()
+	s.discovery.Store(s.newDiscovery())
 	if servesMetricsAPI(table) {
-		s.discovery.addMetricsAPI()
 		s.summaries = newSummaryCache(kubeletSummaries{client: s.kubelet.client}, cfg.MetricsCacheTTL, cfg.Now)
 		s.metricsCodecs = newMetricsCodecs()
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/minik8s/minik8s/pkg/registry"
@@ -43,6 +44,14 @@ func (s *Server) toTable(res *registry.Resource, objs []runtime.Object, listMeta
 }
 
 func partialMetadata(obj runtime.Object) (*metav1.PartialObjectMetadata, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		pm := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}}
+		m, _ := u.Object["metadata"].(map[string]any)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &pm.ObjectMeta); err != nil {
+			return nil, err
+		}
+		return pm, nil
+	}
 	oma, ok := obj.(metav1.ObjectMetaAccessor)
 	if !ok {
 		return nil, fmt.Errorf("%T has no object metadata", obj)

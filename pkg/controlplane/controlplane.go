@@ -299,6 +299,9 @@ func (p *apiserverPart) Start(ctx context.Context) error {
 	if err := api.EnsureDefaults(ctx); err != nil {
 		return err
 	}
+	if err := api.StartCustomResources(ctx); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
 	if err != nil {

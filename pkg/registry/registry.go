@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -95,6 +96,18 @@ type Resource struct {
 	Encrypted bool
 	// NoGeneration resources do not carry metadata.generation.
 	NoGeneration bool
+
+	// Dynamic resources (custom resources) have no Go type: NewObject and
+	// NewListObject make their objects (unstructured), Prune drops what
+	// their schema does not know from a decoded object and names what it
+	// dropped, and StoragePrefix is where they live in the store, shared
+	// by every version of one resource.
+	NewObject, NewListObject func() runtime.Object
+	Prune                    func(obj runtime.Object) []string
+	StoragePrefix            string
+	// RefuseCreate, when set, is why no object may be created now (the
+	// definition of a custom resource is being deleted).
+	RefuseCreate string
 
 	objType, listType reflect.Type
 }
@@ -199,6 +212,11 @@ func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
 
 // New returns an empty object of the resource's kind with its TypeMeta set.
 func (r *Resource) New() runtime.Object {
+	if r.NewObject != nil {
+		obj := r.NewObject()
+		obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+		return obj
+	}
 	obj := reflect.New(r.objType).Interface().(runtime.Object)
 	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
 	return obj
@@ -206,7 +224,12 @@ func (r *Resource) New() runtime.Object {
 
 // NewList returns an empty list of the resource's kind with its TypeMeta set.
 func (r *Resource) NewList() runtime.Object {
-	obj := reflect.New(r.listType).Interface().(runtime.Object)
+	var obj runtime.Object
+	if r.NewListObject != nil {
+		obj = r.NewListObject()
+	} else {
+		obj = reflect.New(r.listType).Interface().(runtime.Object)
+	}
 	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersion().WithKind(r.Kind + "List"))
 	return obj
 }
@@ -225,11 +248,18 @@ func (r *Resource) Fields(obj runtime.Object, name, namespace string) fields.Set
 	return set
 }
 
-// Table is the set of served resources, indexed for the request router.
+// Table is the set of served resources, indexed for the request router:
+// All, built in, and the dynamic ones (custom resources), which come and
+// go while the server runs.
 type Table struct {
 	All    []*Resource
 	byGVR  map[schema.GroupVersionResource]*Resource
 	byKind map[schema.GroupVersionKind]*Resource
+
+	mu            sync.RWMutex
+	dynamic       []*Resource
+	dynamicByGVR  map[schema.GroupVersionResource]*Resource
+	dynamicByKind map[schema.GroupVersionKind]*Resource
 }
 
 // NewTable indexes resources, resolving their Go types from the scheme.
@@ -266,21 +296,66 @@ func NewTable(scheme *runtime.Scheme, resources []*Resource) (*Table, error) {
 
 // Lookup finds a resource by group, version and plural name.
 func (t *Table) Lookup(gvr schema.GroupVersionResource) (*Resource, bool) {
-	r, ok := t.byGVR[gvr]
+	if r, ok := t.byGVR[gvr]; ok {
+		return r, ok
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	r, ok := t.dynamicByGVR[gvr]
 	return r, ok
 }
 
 // ForKind finds the resource serving a kind.
 func (t *Table) ForKind(gvk schema.GroupVersionKind) (*Resource, bool) {
-	r, ok := t.byKind[gvk]
+	if r, ok := t.byKind[gvk]; ok {
+		return r, ok
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	r, ok := t.dynamicByKind[gvk]
 	return r, ok
+}
+
+// Resources is every served resource: the built-in ones, then the
+// dynamic ones.
+func (t *Table) Resources() []*Resource {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return append(slices.Clone(t.All), t.dynamic...)
+}
+
+// SetDynamic replaces the dynamic resources. One of them that names a
+// built-in resource or kind is an error, and nothing changes.
+func (t *Table) SetDynamic(resources []*Resource) error {
+	byGVR := map[schema.GroupVersionResource]*Resource{}
+	byKind := map[schema.GroupVersionKind]*Resource{}
+	for _, r := range resources {
+		if r.NewObject == nil || r.NewListObject == nil {
+			return fmt.Errorf("dynamic resource %s: NewObject and NewListObject are required", r.GroupVersionResource)
+		}
+		if _, dup := t.byGVR[r.GroupVersionResource]; dup {
+			return fmt.Errorf("resource %s is built in", r.GroupVersionResource)
+		}
+		if _, dup := byGVR[r.GroupVersionResource]; dup {
+			return fmt.Errorf("resource %s registered twice", r.GroupVersionResource)
+		}
+		if r.Singular == "" {
+			r.Singular = strings.ToLower(r.Kind)
+		}
+		byGVR[r.GroupVersionResource] = r
+		byKind[r.GroupVersionKind()] = r
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dynamic, t.dynamicByGVR, t.dynamicByKind = slices.Clone(resources), byGVR, byKind
+	return nil
 }
 
 // GroupVersions lists the served group versions in registration order.
 func (t *Table) GroupVersions() []schema.GroupVersion {
 	seen := map[schema.GroupVersion]bool{}
 	var out []schema.GroupVersion
-	for _, r := range t.All {
+	for _, r := range t.Resources() {
 		if gv := r.GroupVersion(); !seen[gv] {
 			seen[gv] = true
 			out = append(out, gv)

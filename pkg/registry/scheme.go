@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,7 +20,7 @@ func NewScheme() (*runtime.Scheme, error) {
 	// The unversioned meta kinds (Status, WatchEvent, options) as "v1",
 	// as client-go's own scheme has them.
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, minik8sv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, minik8sv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
 		}
