@@ -215,14 +215,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, store: store, table: table, scheme: scheme,
-		hooks:     hooks,
-		codecs:    serializer.NewCodecFactory(scheme),
-		openapi:   oapi,
-		metrics:   newMetrics(),
-		kubelet:   newKubeletClient(cfg.KubeletClientCert),
-		proxy:     newProxyTransport(),
-		log:       cfg.Logger,
-		now:       cfg.Now,
+		hooks:   hooks,
+		codecs:  serializer.NewCodecFactory(scheme),
+		openapi: oapi,
+		metrics: newMetrics(),
+		kubelet: newKubeletClient(cfg.KubeletClientCert),
+		proxy:   newProxyTransport(),
+		log:     cfg.Logger,
+		now:     cfg.Now,
 	}
 	s.discovery.Store(s.newDiscovery())
 	if servesMetricsAPI(table) {
