@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
@@ -46,6 +47,11 @@ func decodeStored(res *registry.Resource, kv storage.KV) (runtime.Object, error)
 		return nil, fmt.Errorf("decode %s from storage: %w", kv.Key, err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+	if res.NewObject != nil {
+		// A custom resource gets the defaults its schema has now, even
+		// when they came after the object was stored, as in Kubernetes.
+		res.ApplyDefaults(obj)
+	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
@@ -118,7 +124,19 @@ func decodeInto(data []byte, gvk schema.GroupVersionKind, into runtime.Object, d
 	if tm.Kind != "" && tm.Kind != gvk.Kind {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, gvk.Version, gvk.Kind, tm.Kind, gvk.Kind))
 	}
-	strictErrs, err := sigsjson.UnmarshalStrict(data, into, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	var strictErrs []error
+	var err error
+	if u, ok := into.(*unstructured.Unstructured); ok {
+		// A custom resource: duplicates are found here, unknown fields by
+		// the schema's pruning (decodeObject).
+		u.Object = nil
+		strictErrs, err = sigsjson.UnmarshalStrict(data, &u.Object, sigsjson.DisallowDuplicateFields)
+		if err == nil && u.Object == nil {
+			err = errors.New("the body is not a JSON object")
+		}
+	} else {
+		strictErrs, err = sigsjson.UnmarshalStrict(data, into, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
 	}
