@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/minik8s/minik8s/pkg/apiserver/openapi"
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/customresource"
 	"github.com/minik8s/minik8s/pkg/storage"
@@ -81,6 +85,8 @@ func (s *Server) followDefinitions(ctx context.Context, crdRes *registry.Resourc
 // brings their status and deletion along; it returns the revision the
 // definitions were read at.
 func (s *Server) syncCustomResources(ctx context.Context, crdRes *registry.Resource) (int64, error) {
+	s.crdSync.Lock()
+	defer s.crdSync.Unlock()
 	lr, err := s.list(ctx, crdRes, "", &metav1.ListOptions{})
 	if err != nil {
 		return 0, err
@@ -125,11 +131,17 @@ func (s *Server) syncCustomResources(ctx context.Context, crdRes *registry.Resou
 		return 0, err
 	}
 	s.refreshDiscovery()
+	gone := map[string]bool{} // storage prefixes of definitions just deleted
 	for _, crd := range crds {
 		if crd.DeletionTimestamp != nil {
 			status := statuses[crd.Name]
-			if err := s.cleanUpDefinition(ctx, crdRes, crd, &status); err != nil {
+			deleted, err := s.cleanUpDefinition(ctx, crdRes, crd, &status)
+			if err != nil {
 				s.log.Error("custom resources: clean up", "crd", crd.Name, "err", err)
+			}
+			if deleted {
+				gone[customresource.StoragePrefix(crd)] = true
+				delete(statuses, crd.Name)
 			}
 			continue
 		}
@@ -137,6 +149,18 @@ func (s *Server) syncCustomResources(ctx context.Context, crdRes *registry.Resou
 			return 0, err
 		}
 	}
+	if len(gone) > 0 {
+		// Their resources go as they do, not at the next event.
+		served = slices.DeleteFunc(served, func(r *registry.Resource) bool { return gone[r.StoragePrefix] })
+		if err := s.table.SetDynamic(served); err != nil {
+			return 0, err
+		}
+		s.refreshDiscovery()
+	}
+	// After the statuses: building the documents takes a while, and
+	// clients wait for Established, not for the OpenAPI (as in
+	// Kubernetes, where it is published after the resource is served).
+	s.refreshOpenAPI(crds, statuses)
 	return lr.revision, nil
 }
 
@@ -203,34 +227,38 @@ func (s *Server) writeCRDStatus(ctx context.Context, crdRes *registry.Resource, 
 }
 
 // cleanUpDefinition deletes a deleted definition's objects, then lets it
-// go by removing the cleanup finalizer.
-func (s *Server) cleanUpDefinition(ctx context.Context, crdRes *registry.Resource, crd *apiextensionsv1.CustomResourceDefinition, status *apiextensionsv1.CustomResourceDefinitionStatus) error {
+// go by removing the cleanup finalizer; it says whether the definition
+// is gone.
+func (s *Server) cleanUpDefinition(ctx context.Context, crdRes *registry.Resource, crd *apiextensionsv1.CustomResourceDefinition, status *apiextensionsv1.CustomResourceDefinitionStatus) (bool, error) {
 	if !slices.Contains(crd.Finalizers, customresource.Finalizer) {
-		return nil
+		return false, nil // other finalizers hold it
 	}
 	setCRDCondition(status, apiextensionsv1.Terminating, apiextensionsv1.ConditionTrue, "InstanceDeletionInProgress", "CustomResource deletion is in progress")
 	if err := s.writeCRDStatus(ctx, crdRes, crd, *status); err != nil {
-		return err
+		return false, err
 	}
 	remaining, err := s.deleteCustomObjects(ctx, crd)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if remaining > 0 {
 		// Finalizers of the objects hold them; their removal is an event
 		// of theirs, not of the definition: look again shortly.
 		time.AfterFunc(time.Second, func() { _, _ = s.syncCustomResources(ctx, crdRes) })
-		return nil
+		return false, nil
 	}
-	_, err = s.update(ctx, crdRes, "", crd.Name, mainResource, func(current runtime.Object) (runtime.Object, error) {
+	left, err := s.update(ctx, crdRes, "", crd.Name, mainResource, func(current runtime.Object) (runtime.Object, error) {
 		cur := current.(*apiextensionsv1.CustomResourceDefinition)
 		cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == customresource.Finalizer })
 		return cur, nil
 	}, writeOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return true, nil
 	}
-	return err
+	if err != nil {
+		return false, err
+	}
+	return len(left.(*apiextensionsv1.CustomResourceDefinition).Finalizers) == 0, nil
 }
 
 // deleteCustomObjects deletes every object of crd and says how many
@@ -275,4 +303,47 @@ func (s *Server) deleteCustomObjects(ctx context.Context, crd *apiextensionsv1.C
 		}
 	}
 	return remaining, nil
+}
+
+// refreshOpenAPI publishes the schemas of the served custom resources in
+// /openapi/v2 and /openapi/v3, built by apiextensions-apiserver's own
+// builder, when the definitions changed since the last time.
+func (s *Server) refreshOpenAPI(crds []*apiextensionsv1.CustomResourceDefinition, statuses map[string]apiextensionsv1.CustomResourceDefinitionStatus) {
+	var exts []openapi.Extension
+	var fingerprint strings.Builder
+	for _, crd := range crds {
+		accepted := statuses[crd.Name].AcceptedNames
+		if accepted.Plural == "" {
+			continue
+		}
+		withNames := crd.DeepCopy()
+		withNames.Status.AcceptedNames = accepted
+		fmt.Fprintf(&fingerprint, "%s/%s/%d/%s;", crd.Name, crd.UID, crd.Generation, accepted.Kind)
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			v2, err := builder.BuildOpenAPIV2(withNames, v.Name, builder.Options{V2: true, IncludeSelectableFields: true})
+			if err != nil {
+				s.log.Error("custom resources: openapi v2", "crd", crd.Name, "version", v.Name, "err", err)
+				continue
+			}
+			v3, err := builder.BuildOpenAPIV3(withNames, v.Name, builder.Options{IncludeSelectableFields: true})
+			if err != nil {
+				s.log.Error("custom resources: openapi v3", "crd", crd.Name, "version", v.Name, "err", err)
+				continue
+			}
+			exts = append(exts, openapi.Extension{GroupVersion: schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}, V2: v2, V3: v3})
+		}
+	}
+	if fingerprint.String() == s.oapiFingerprint {
+		return
+	}
+	h, err := openapi.NewHandler(s.oapiResources, exts...)
+	if err != nil {
+		s.log.Error("custom resources: openapi", "err", err)
+		return
+	}
+	s.openapi.Store(&h)
+	s.oapiFingerprint = fingerprint.String()
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,8 +103,15 @@ type Server struct {
 	scheme    *k8sruntime.Scheme
 	codecs    serializer.CodecFactory
 	discovery atomic.Pointer[discovery]
-	openapi   http.Handler
-	metrics   *metrics
+	// openapi serves /openapi/: the table's resources (oapiResources)
+	// and the custom resources' documents.
+	openapi       atomic.Pointer[http.Handler]
+	oapiResources []openapi.Resource
+	// crdSync serializes the custom resources' syncs, and guards
+	// oapiFingerprint, what the custom part of openapi was built from.
+	crdSync         sync.Mutex
+	oapiFingerprint string
+	metrics         *metrics
 	// hooks keep state outside the objects in step with their writes.
 	hooks   map[*registry.Resource]registry.WriteHook
 	kubelet *kubeletClient
@@ -215,16 +223,17 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, store: store, table: table, scheme: scheme,
-		hooks:   hooks,
-		codecs:  serializer.NewCodecFactory(scheme),
-		openapi: oapi,
-		metrics: newMetrics(),
-		kubelet: newKubeletClient(cfg.KubeletClientCert),
-		proxy:   newProxyTransport(),
-		log:     cfg.Logger,
-		now:     cfg.Now,
+		hooks:         hooks,
+		codecs:        serializer.NewCodecFactory(scheme),
+		oapiResources: oapiResources,
+		metrics:       newMetrics(),
+		kubelet:       newKubeletClient(cfg.KubeletClientCert),
+		proxy:         newProxyTransport(),
+		log:           cfg.Logger,
+		now:           cfg.Now,
 	}
 	s.discovery.Store(s.newDiscovery())
+	s.openapi.Store(&oapi)
 	if servesMetricsAPI(table) {
 		s.summaries = newSummaryCache(kubeletSummaries{client: s.kubelet.client}, cfg.MetricsCacheTTL, cfg.Now)
 		s.metricsCodecs = newMetricsCodecs()
@@ -246,7 +255,7 @@ func (s *Server) Handler() http.Handler {
 	s.installHealth(mux)
 	mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, versionInfo()) })
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
-	mux.Handle("/openapi/", s.openapi)
+	mux.Handle("/openapi/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*s.openapi.Load()).ServeHTTP(w, r) }))
 	mux.Handle(dashboard.Prefix, dashboard.Handler())
 	mux.Handle("/dashboard", http.RedirectHandler(dashboard.Prefix, http.StatusMovedPermanently))
 	mux.HandleFunc("/", s.serveAPI)

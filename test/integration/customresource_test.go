@@ -58,6 +58,26 @@ func TestCustomResources(t *testing.T) {
 		}
 	}
 
+	// Its schema is published: kubectl explain reads it from /openapi/v3.
+	// It is published after the resource is served, as in Kubernetes.
+	var explain string
+	wants := []string{"GROUP:      example.com", "KIND:       Widget", "replicas\t<integer>", "color\t<string>"}
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		explain, _, _ = k.run(t, "explain", "widgets.spec")
+		for _, want := range wants {
+			if !strings.Contains(explain, want) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("kubectl explain widgets.spec, want %q:\n%s", wants, explain)
+	}
+	if _, err := c.client.Discovery().OpenAPISchema(); err != nil {
+		t.Errorf("/openapi/v2: %v", err)
+	}
+
 	dyn := dynamic.NewForConfigOrDie(c.config)
 	widgets := dyn.Resource(widgetsV1).Namespace("default")
 	small, err := widgets.Get(ctx, "small", metav1.GetOptions{})

@@ -16,6 +16,9 @@ import (
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // Media types of the OpenAPI endpoints. The "@" spellings are the ones
@@ -71,7 +74,10 @@ type handler struct {
 //
 // The handler expects the full request path; mount it at both /openapi/v2
 // and /openapi/v3 plus the /openapi/v3/ prefix (or simply /openapi/).
-func NewHandler(resources []Resource) (http.Handler, error) {
+//
+// extensions are documents built elsewhere (a custom resource's), merged
+// in: their paths, and their definitions the resources' do not have.
+func NewHandler(resources []Resource, extensions ...Extension) (http.Handler, error) {
 	v2, err := BuildV2(resources)
 	if err != nil {
 		return nil, fmt.Errorf("building OpenAPI v2: %w", err)
@@ -79,6 +85,19 @@ func NewHandler(resources []Resource) (http.Handler, error) {
 	v3, err := BuildV3(resources)
 	if err != nil {
 		return nil, fmt.Errorf("building OpenAPI v3: %w", err)
+	}
+	for _, ext := range extensions {
+		mergeV2(v2, ext.V2)
+		key := gvDocPath(ext.GroupVersion)
+		if v3[key] == nil {
+			v3[key] = &spec3.OpenAPI{
+				Version:    "3.0.0",
+				Info:       &spec.Info{InfoProps: spec.InfoProps{Title: docTitle, Version: docVersion}},
+				Paths:      &spec3.Paths{Paths: map[string]*spec3.Path{}},
+				Components: &spec3.Components{Schemas: map[string]*spec.Schema{}},
+			}
+		}
+		mergeV3(v3[key], ext.V3)
 	}
 
 	h := &handler{lastModified: time.Now().UTC().Truncate(time.Second), groups: map[string]*document{}}
@@ -117,6 +136,54 @@ func NewHandler(resources []Resource) (http.Handler, error) {
 	}
 	h.discoveryETag = computeETag(h.discovery)
 	return h, nil
+}
+
+// Extension is the OpenAPI of resources served without Go types: its
+// paths and definitions in both versions, and its group version.
+type Extension struct {
+	GroupVersion schema.GroupVersion
+	V2           *spec.Swagger
+	V3           *spec3.OpenAPI
+}
+
+func mergeV2(into, from *spec.Swagger) {
+	if from == nil {
+		return
+	}
+	if from.Paths != nil {
+		if into.Paths == nil {
+			into.Paths = &spec.Paths{Paths: map[string]spec.PathItem{}}
+		}
+		for path, item := range from.Paths.Paths {
+			into.Paths.Paths[path] = item
+		}
+	}
+	if into.Definitions == nil {
+		into.Definitions = spec.Definitions{}
+	}
+	for name, def := range from.Definitions {
+		if _, ok := into.Definitions[name]; !ok {
+			into.Definitions[name] = def
+		}
+	}
+}
+
+func mergeV3(into, from *spec3.OpenAPI) {
+	if from == nil {
+		return
+	}
+	if from.Paths != nil {
+		for path, item := range from.Paths.Paths {
+			into.Paths.Paths[path] = item
+		}
+	}
+	if from.Components != nil {
+		for name, def := range from.Components.Schemas {
+			if _, ok := into.Components.Schemas[name]; !ok {
+				into.Components.Schemas[name] = def
+			}
+		}
+	}
 }
 
 func v2ToProto(data []byte) ([]byte, error) {
