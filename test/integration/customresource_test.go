@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -234,4 +234,59 @@ func hasFinalizer(fs []string, f string) bool {
 	return false
 }
 
-var _ = apiextensionsv1.SchemeGroupVersion
+// Custom resources take part in the cluster's lifecycle: the garbage
+// collector deletes one whose owner is gone, and deleting a namespace
+// deletes the custom resources in it.
+func TestCustomResourceLifecycle(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	k := newKubectl(t, c)
+	k.ok(t, "apply", "-f", filepath.Join(examplesPath(t), "crd", "widget-crd.yaml"))
+	k.ok(t, "wait", "--for", "condition=established", "--timeout=30s", "crd/widgets.example.com")
+	if _, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	owner, err := c.client.CoreV1().ConfigMaps("shop").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	widgets := dynamic.NewForConfigOrDie(c.config).Resource(widgetsV1).Namespace("shop")
+	for _, name := range []string{"owned", "kept"} {
+		w := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{"replicas": int64(1)},
+		}}
+		if name == "owned" {
+			w.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}})
+		}
+		if _, err := widgets.Create(ctx, w, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.client.CoreV1().ConfigMaps("shop").Delete(ctx, "owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := widgets.Get(ctx, "owned", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the widget whose owner was deleted is still there: %v", err)
+	}
+	if _, err := widgets.Get(ctx, "kept", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the widget without an owner: %v", err)
+	}
+	if err := c.client.CoreV1().Namespaces().Delete(ctx, "shop", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := c.client.CoreV1().Namespaces().Get(ctx, "shop", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("namespace shop with a widget in it was not deleted: %v", err)
+	}
+	if list, err := widgets.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
+		t.Errorf("widgets left in the deleted namespace: %v, %v", err, list)
+	}
+}
