@@ -25,31 +25,32 @@ const DeletionTimeout = 2 * time.Minute
 type expectedScale func() (int32, error)
 
 // desired is how many pods the budget expects and how many of them it
-// needs healthy.
+// needs healthy: an integer minAvailable counts the pods there; a
+// percentage, and maxUnavailable, count from the controllers' scale,
+// rounding up.
 func desired(pdb *policyv1.PodDisruptionBudget, pods int, scale expectedScale) (expected, desiredHealthy int32, err error) {
+	minAvailable, maxUnavailable := pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable
 	switch {
-	case pdb.Spec.MaxUnavailable != nil:
-		if expected, err = scale(); err != nil {
-			return 0, 0, err
-		}
-		maxUnavailable, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, int(expected), true)
-		if err != nil {
-			return 0, 0, err
-		}
-		return expected, max(expected-int32(maxUnavailable), 0), nil
-	case pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type == intstr.Int:
-		return int32(pods), pdb.Spec.MinAvailable.IntVal, nil
-	case pdb.Spec.MinAvailable != nil:
-		if expected, err = scale(); err != nil {
-			return 0, 0, err
-		}
-		minAvailable, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, int(expected), true)
-		if err != nil {
-			return 0, 0, err
-		}
-		return expected, int32(minAvailable), nil
+	case maxUnavailable == nil && minAvailable == nil:
+		return 0, 0, nil
+	case maxUnavailable == nil && minAvailable.Type == intstr.Int:
+		return int32(pods), minAvailable.IntVal, nil
 	}
-	return 0, 0, nil
+	if expected, err = scale(); err != nil {
+		return 0, 0, err
+	}
+	limit := minAvailable
+	if maxUnavailable != nil {
+		limit = maxUnavailable
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(limit, int(expected), true)
+	if err != nil {
+		return 0, 0, err
+	}
+	if maxUnavailable != nil {
+		return expected, max(expected-int32(n), 0), nil
+	}
+	return expected, int32(n), nil
 }
 
 // disruptedPods keeps the entries of status.disruptedPods whose pod is
