@@ -182,3 +182,40 @@ func waitBudget(t *testing.T, c *cluster, ns, name, what string, ok func(policyv
 	})
 	return pdb
 }
+
+// TestDisruptionControllerScale: under maxUnavailable or a percentage,
+// the budget expects what the pods' ReplicaSet wants, and follows its
+// scale.
+func TestDisruptionControllerScale(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	startSimulatedNodes(t, c, 1)
+	rsStartControllers(t, c, false)
+	const ns = "default"
+	if _, err := c.client.AppsV1().ReplicaSets(ns).Create(ctx, rsNew("web", 3), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	budgets := c.client.PolicyV1().PodDisruptionBudgets(ns)
+	for name, spec := range map[string]policyv1.PodDisruptionBudgetSpec{
+		"max-one":  {MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: selector},
+		"half-min": {MinAvailable: ptr.To(intstr.FromString("50%")), Selector: selector},
+	} {
+		if _, err := budgets.Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := func(expected, healthy, desired, allowed int32) func(policyv1.PodDisruptionBudgetStatus) bool {
+		return func(st policyv1.PodDisruptionBudgetStatus) bool {
+			return st.ExpectedPods == expected && st.CurrentHealthy == healthy && st.DesiredHealthy == desired && st.DisruptionsAllowed == allowed
+		}
+	}
+	waitBudget(t, c, ns, "max-one", "3 expected, 2 needed", counts(3, 3, 2, 1))
+	waitBudget(t, c, ns, "half-min", "3 expected, 2 needed (1.5 rounded up)", counts(3, 3, 2, 1))
+
+	if _, err := c.client.AppsV1().ReplicaSets(ns).Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitBudget(t, c, ns, "max-one", "5 expected, 4 needed", counts(5, 5, 4, 1))
+	waitBudget(t, c, ns, "half-min", "5 expected, 3 needed", counts(5, 5, 3, 2))
+}

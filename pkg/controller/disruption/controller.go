@@ -137,7 +137,10 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (time.Duration, 
 		return 0, err
 	}
 	recheck, err := c.sync(ctx, pdb)
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) { // deleted meanwhile
+		return 0, nil
+	}
+	if apierrors.IsConflict(err) {
 		return 0, err
 	}
 	if err != nil {
@@ -205,11 +208,10 @@ func (c *Controller) expectedScale(ctx context.Context, pdb *policyv1.PodDisrupt
 		if !found {
 			return 0, errNoController(pod)
 		}
-		seen[ref.UID] = true
-		if !seen[uid] {
-			seen[uid] = true
+		if !seen[uid] { // a Deployment's other ReplicaSets counted it
 			total += replicas
 		}
+		seen[ref.UID], seen[uid] = true, true
 	}
 	if unmanaged > 0 {
 		c.Log.Debug("pods without a controller do not count toward the expected pods", "poddisruptionbudget", pdb.Namespace+"/"+pdb.Name, "pods", unmanaged)
