@@ -71,7 +71,7 @@ func newDiscovery(table *registry.Table) *discovery {
 			sub("scale", "Scale", "autoscaling", "v1", metav1.Verbs{"get", "patch", "update"})
 		}
 		for _, a := range r.Actions {
-			sub(a.Name, a.Kind, "", "", metav1.Verbs{"create"})
+			sub(a.Name, a.Kind, a.Body.Group, a.Body.Version, metav1.Verbs{"create"})
 		}
 		if r.Finalize {
 			sub("finalize", r.Kind, "", "", metav1.Verbs{"update"})

@@ -215,11 +215,23 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 	return methodNotAllowed(info)
 }
 
-// decodeRequest reads the body into obj of kind gvk, honouring ?fieldValidation.
-func (s *Server) decodeRequest(r *http.Request, gvk schema.GroupVersionKind, obj runtime.Object) ([]string, error) {
+// decodeRequest reads the body into obj of kind gvk, or of the same kind
+// in one of accepts when its apiVersion names that, honouring
+// ?fieldValidation.
+func (s *Server) decodeRequest(r *http.Request, gvk schema.GroupVersionKind, obj runtime.Object, accepts ...schema.GroupVersion) ([]string, error) {
 	js, directive, err := s.requestJSON(r, gvk)
 	if err != nil {
 		return nil, err
+	}
+	if len(accepts) > 0 {
+		var tm metav1.TypeMeta
+		if json.Unmarshal(js, &tm) == nil {
+			for _, gv := range accepts {
+				if tm.APIVersion == gv.String() {
+					gvk = gv.WithKind(gvk.Kind)
+				}
+			}
+		}
 	}
 	return decodeInto(js, gvk, obj, directive)
 }
@@ -427,11 +439,12 @@ func applyScale(res *registry.Resource, current runtime.Object, scale *autoscali
 	return current, nil
 }
 
-// serveAction serves a POST subresource that changes the object in one
-// step (registry.Action: a pod's binding).
+// serveAction serves a POST subresource that acts on one object
+// (registry.Action): a pod's binding changes it in one step, a pod's
+// eviction acts through registry.Objects.
 func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, res *registry.Resource, a *registry.Action, info requestInfo) error {
 	body := a.New()
-	if _, err := s.decodeRequest(r, res.GroupVersion().WithKind(a.Kind), body); err != nil {
+	if _, err := s.decodeRequest(r, a.BodyKind(res), body, a.Accepts...); err != nil {
 		return err
 	}
 	if a.Check != nil {
@@ -443,12 +456,16 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
-	_, err = s.update(r.Context(), res, info.Namespace, info.Name, actionResource, func(current runtime.Object) (runtime.Object, error) {
-		if err := a.Apply(current, body, s.now()); err != nil {
-			return nil, err
-		}
-		return current, nil
-	}, wo)
+	if a.Do != nil {
+		err = a.Do(r.Context(), actionObjects{s}, info.Namespace, info.Name, body, wo.dryRun)
+	} else {
+		_, err = s.update(r.Context(), res, info.Namespace, info.Name, actionResource, func(current runtime.Object) (runtime.Object, error) {
+			if err := a.Apply(current, body, s.now()); err != nil {
+				return nil, err
+			}
+			return current, nil
+		}, wo)
+	}
 	if err != nil {
 		return err
 	}
@@ -478,11 +495,10 @@ func (s *Server) deleteOptionsFrom(r *http.Request) (deleteOptions, error) {
 	if err != nil {
 		return deleteOptions{}, err
 	}
-	opts := deleteOptions{writeOptions: wo}
 	var do metav1.DeleteOptions
 	data, err := readBody(r)
 	if err != nil {
-		return opts, err
+		return deleteOptions{}, err
 	}
 	if len(data) > 0 {
 		var err error
@@ -492,7 +508,7 @@ func (s *Server) deleteOptionsFrom(r *http.Request) (deleteOptions, error) {
 			err = json.Unmarshal(data, &do)
 		}
 		if err != nil {
-			return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid DeleteOptions: %v", err))
+			return deleteOptions{}, apierrors.NewBadRequest(fmt.Sprintf("invalid DeleteOptions: %v", err))
 		}
 	}
 	q := r.URL.Query()
@@ -503,10 +519,17 @@ func (s *Server) deleteOptionsFrom(r *http.Request) (deleteOptions, error) {
 	if v := q.Get("gracePeriodSeconds"); v != "" {
 		var g int64
 		if _, err := fmt.Sscan(v, &g); err != nil {
-			return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", v))
+			return deleteOptions{}, apierrors.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", v))
 		}
 		do.GracePeriodSeconds = &g
 	}
+	return deleteOptionsOf(do, wo)
+}
+
+// deleteOptionsOf checks do and turns it, with the request's wo, into
+// what deleteObject follows.
+func deleteOptionsOf(do metav1.DeleteOptions, wo writeOptions) (deleteOptions, error) {
+	opts := deleteOptions{writeOptions: wo}
 	if len(do.DryRun) > 0 {
 		opts.dryRun = true
 	}

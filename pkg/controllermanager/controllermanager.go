@@ -29,6 +29,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/controller/cronjob"
 	"github.com/minik8s/minik8s/pkg/controller/daemonset"
 	"github.com/minik8s/minik8s/pkg/controller/deployment"
+	"github.com/minik8s/minik8s/pkg/controller/disruption"
 	"github.com/minik8s/minik8s/pkg/controller/endpoints"
 	"github.com/minik8s/minik8s/pkg/controller/endpointslice"
 	"github.com/minik8s/minik8s/pkg/controller/garbagecollector"
@@ -138,6 +139,9 @@ var controllers = []struct {
 	}},
 	{"statefulset", "statefulset-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(statefulset.New(kc, statefulset.Config{}))
+	}},
+	{"disruption", "disruption-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(disruption.New(kc, disruption.Config{}))
 	}},
 	{"endpoint", "endpoint-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(endpoints.New(kc, endpoints.Config{}))

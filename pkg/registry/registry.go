@@ -112,21 +112,62 @@ type Resource struct {
 	objType, listType reflect.Type
 }
 
-// Action is a POST subresource that changes the stored object in one step,
-// as a pod's binding sets its node: the request body is decoded into
-// New(), then Apply changes a copy of the stored object, which is
-// validated as on create (Apply may change spec and status) and written
-// with the usual retries. The answer is a Status Success, 201.
+// Action is a POST subresource that acts on one stored object. Most
+// change it in one step, as a pod's binding sets its node: the request
+// body is decoded into New(), then Apply changes a copy of the stored
+// object, which is validated as on create (Apply may change spec and
+// status) and written with the usual retries. An action with Do instead
+// acts through Objects, and may write other objects and delete this one
+// (a pod's eviction). Either way the answer is a Status Success, 201.
 type Action struct {
 	// Name is the subresource, Kind the kind of its body, in the
-	// resource's group and version.
+	// resource's group and version unless Body names another.
 	Name, Kind string
-	New        func() runtime.Object
+	// Body is the group and version of the body's kind when they are not
+	// the resource's (a pod's Eviction is policy/v1), as discovery lists
+	// it; Accepts are further group versions of the same kind a body may
+	// come in, with the same fields (policy/v1beta1).
+	Body    schema.GroupVersion
+	Accepts []schema.GroupVersion
+	New     func() runtime.Object
 	// Check refuses a body before the object is read; nil accepts any.
 	Check func(body runtime.Object) error
 	// Apply changes obj as body asks, or refuses with an API error. A
 	// resourceVersion it sets on obj is a precondition.
 	Apply func(obj, body runtime.Object, now time.Time) error
+	// Do, set instead of Apply, carries out the action on the object
+	// ns/name through objs, or refuses with an API error. dryRun is the
+	// request's ?dryRun=All.
+	Do func(ctx context.Context, objs Objects, ns, name string, body runtime.Object, dryRun bool) error
+}
+
+// BodyKind is the group, version and kind the action's body is served
+// as, in discovery and by default.
+func (a *Action) BodyKind(res *Resource) schema.GroupVersionKind {
+	if a.Body.Empty() {
+		return res.GroupVersion().WithKind(a.Kind)
+	}
+	return a.Body.WithKind(a.Kind)
+}
+
+// Objects is what an Action's Do may do, with the apiserver's authority:
+// each call goes through the resource's strategy (defaults, validation,
+// graceful deletion) as a client's request would, without admission of
+// the caller.
+type Objects interface {
+	// Get reads the stored object.
+	Get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (runtime.Object, error)
+	// List reads every object of gvr in ns.
+	List(ctx context.Context, gvr schema.GroupVersionResource, ns string) ([]runtime.Object, error)
+	// UpdateStatus writes the status that mutate sets on a copy of the
+	// stored object; a resourceVersion mutate leaves on it is a
+	// precondition, and without one mutate runs again on a conflict.
+	// It returns the object written (the stored one when nothing changed).
+	UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, mutate func(obj runtime.Object) error, dryRun bool) (runtime.Object, error)
+	// Delete deletes the object as DELETE with opts does.
+	Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, opts *metav1.DeleteOptions) error
+	// Now is the apiserver's time.
+	Now() time.Time
 }
 
 // Action returns the resource's action named name.

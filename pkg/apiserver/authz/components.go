@@ -104,6 +104,14 @@ func ControllerRoles() map[string][]rbacv1.PolicyRule {
 			rule([]string{"get", "list", "watch", "create", "update", "patch"}, core, "persistentvolumeclaims"),
 			eventsRule(),
 		},
+		"disruption-controller": {
+			rule([]string{"get", "list", "watch"}, apps, "deployments", "replicasets", "statefulsets"),
+			rule([]string{"get", "list", "watch"}, core, "replicationcontrollers", "pods"),
+			rule([]string{"get", "list", "watch"}, []string{"policy"}, "poddisruptionbudgets"),
+			rule([]string{"update"}, []string{"policy"}, "poddisruptionbudgets/status"),
+			rule([]string{"get"}, every, "*/scale"),
+			eventsRule(),
+		},
 		"endpoint-controller": {
 			rule([]string{"get", "list", "watch"}, core, "services", "pods"),
 			rule([]string{"get", "list", "watch", "create", "update", "delete"}, core, "endpoints"),

@@ -131,10 +131,7 @@ func validateRollingUpdateDaemonSet(ru *appsv1.RollingUpdateDaemonSet, fldPath *
 		if f.v == nil {
 			continue
 		}
-		allErrs = append(allErrs, validateIntOrPercent(*f.v, f.path)...)
-		if percent, ok := asPercent(*f.v); ok && percent > 100 {
-			allErrs = append(allErrs, field.Invalid(f.path, f.v.String(), "must not be greater than 100%"))
-		}
+		allErrs = append(allErrs, validateIntOrPercentTo100(*f.v, f.path)...)
 	}
 	hasUnavailable := ru.MaxUnavailable != nil && !isZero(ru.MaxUnavailable)
 	hasSurge := ru.MaxSurge != nil && !isZero(ru.MaxSurge)

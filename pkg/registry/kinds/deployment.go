@@ -105,10 +105,7 @@ func validateRollingUpdate(ru *appsv1.RollingUpdateDeployment, fldPath *field.Pa
 	allErrs := field.ErrorList{}
 	muPath, msPath := fldPath.Child("maxUnavailable"), fldPath.Child("maxSurge")
 	if ru.MaxUnavailable != nil {
-		allErrs = append(allErrs, validateIntOrPercent(*ru.MaxUnavailable, muPath)...)
-		if percent, ok := asPercent(*ru.MaxUnavailable); ok && percent > 100 {
-			allErrs = append(allErrs, field.Invalid(muPath, ru.MaxUnavailable.String(), "must not be greater than 100%"))
-		}
+		allErrs = append(allErrs, validateIntOrPercentTo100(*ru.MaxUnavailable, muPath)...)
 	}
 	if ru.MaxSurge != nil {
 		allErrs = append(allErrs, validateIntOrPercent(*ru.MaxSurge, msPath)...)
@@ -129,6 +126,16 @@ func validateIntOrPercent(v intstr.IntOrString, fldPath *field.Path) field.Error
 		return allErrs
 	}
 	return validation.Nonnegative(int64(v.IntVal), fldPath)
+}
+
+// validateIntOrPercentTo100 accepts a non-negative integer or a
+// percentage up to 100%.
+func validateIntOrPercentTo100(v intstr.IntOrString, fldPath *field.Path) field.ErrorList {
+	allErrs := validateIntOrPercent(v, fldPath)
+	if percent, ok := asPercent(v); ok && percent > 100 {
+		allErrs = append(allErrs, field.Invalid(fldPath, v.String(), "must not be greater than 100%"))
+	}
+	return allErrs
 }
 
 func asPercent(v intstr.IntOrString) (int, bool) {

@@ -31,7 +31,7 @@ func pods() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: corev1.SchemeGroupVersion.WithResource("pods"), Kind: "Pod", Namespaced: true,
 		ShortNames: []string{"po"}, Categories: []string{"all"}, Status: true,
-		Actions:        []registry.Action{podBinding},
+		Actions:        []registry.Action{podBinding, podEviction},
 		Default:        defaulter(defaultPod),
 		NameRule:       apivalidation.NameIsDNSSubdomain,
 		Validate:       validator(validatePod),
@@ -108,19 +108,21 @@ func bindPod(obj, body runtime.Object, now time.Time) error {
 		}
 		pod.Annotations[k] = v
 	}
-	scheduled := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}
-	replaced := false
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
-			pod.Status.Conditions[i] = scheduled
-			replaced = true
-		}
-	}
-	if !replaced {
-		pod.Status.Conditions = append(pod.Status.Conditions, scheduled)
-	}
+	setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
 	pod.ResourceVersion = binding.ResourceVersion
 	return nil
+}
+
+// setPodCondition puts c in place of the pod's condition of its type, or
+// adds it.
+func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == c.Type {
+			pod.Status.Conditions[i] = c
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, c)
 }
 
 // Defaults.
