@@ -153,12 +153,7 @@ func serviceEvaluator() *Evaluator {
 		corev1.ResourceServicesLoadBalancers, corev1.ResourceServicesNodePorts}
 	return &Evaluator{
 		GroupResource: gr,
-		usage: func(obj runtime.Object, _ time.Time) corev1.ResourceList {
-			out := counts(gr)
-			svc, ok := obj.(*corev1.Service)
-			if !ok {
-				return out
-			}
+		usage: typedUsage(gr, func(svc *corev1.Service, out corev1.ResourceList) {
 			ports := int64(len(svc.Spec.Ports))
 			nodePorts, lbs := int64(0), int64(0)
 			switch svc.Spec.Type {
@@ -172,8 +167,7 @@ func serviceEvaluator() *Evaluator {
 			}
 			out[corev1.ResourceServicesNodePorts] = *resource.NewQuantity(nodePorts, resource.DecimalSI)
 			out[corev1.ResourceServicesLoadBalancers] = *resource.NewQuantity(lbs, resource.DecimalSI)
-			return out
-		},
+		}),
 		tracks: func(name corev1.ResourceName) bool { return slices.Contains(names, name) },
 	}
 }
@@ -187,12 +181,7 @@ func pvcEvaluator() *Evaluator {
 	gr := schema.GroupResource{Resource: "persistentvolumeclaims"}
 	return &Evaluator{
 		GroupResource: gr,
-		usage: func(obj runtime.Object, _ time.Time) corev1.ResourceList {
-			out := counts(gr)
-			pvc, ok := obj.(*corev1.PersistentVolumeClaim)
-			if !ok {
-				return out
-			}
+		usage: typedUsage(gr, func(pvc *corev1.PersistentVolumeClaim, out corev1.ResourceList) {
 			class := ""
 			if pvc.Spec.StorageClassName != nil {
 				class = *pvc.Spec.StorageClassName
@@ -206,13 +195,25 @@ func pvcEvaluator() *Evaluator {
 					out[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourceRequestsStorage))] = q.DeepCopy()
 				}
 			}
-			return out
-		},
+		}),
 		tracks: func(name corev1.ResourceName) bool {
 			s := string(name)
 			return name == corev1.ResourcePersistentVolumeClaims || name == CountName(gr) || name == corev1.ResourceRequestsStorage ||
 				strings.HasSuffix(s, storageClassSuffix+string(corev1.ResourceRequestsStorage)) ||
 				strings.HasSuffix(s, storageClassSuffix+string(corev1.ResourcePersistentVolumeClaims))
 		},
+	}
+}
+
+// typedUsage is the usage of the objects of gr: their counts, and what
+// measure adds for an object of type T (a count alone for any other, as
+// the metadata a controller may have of it).
+func typedUsage[T runtime.Object](gr schema.GroupResource, measure func(obj T, out corev1.ResourceList)) func(runtime.Object, time.Time) corev1.ResourceList {
+	return func(obj runtime.Object, _ time.Time) corev1.ResourceList {
+		out := counts(gr)
+		if t, ok := obj.(T); ok {
+			measure(t, out)
+		}
+		return out
 	}
 }

@@ -6,20 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 )
-
-func list(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
 
 func container(name string, requests, limits corev1.ResourceList) corev1.Container {
 	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}
@@ -32,9 +23,9 @@ func pod(containers ...corev1.Container) *corev1.Pod {
 var now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestUsage(t *testing.T) {
-	terminal := pod(container("c", list("cpu", "1"), nil))
+	terminal := pod(container("c", Parse("cpu", "1"), nil))
 	terminal.Status.Phase = corev1.PodSucceeded
-	gone := pod(container("c", list("cpu", "1"), nil))
+	gone := pod(container("c", Parse("cpu", "1"), nil))
 	gone.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Minute)}
 	gone.DeletionGracePeriodSeconds = ptr.To[int64](30)
 	leaving := gone.DeepCopy()
@@ -42,7 +33,7 @@ func TestUsage(t *testing.T) {
 	lb := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}, {Port: 443}}}}
 	np := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}}
 	claim := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fast"),
-		Resources: corev1.VolumeResourceRequirements{Requests: list("storage", "5Gi")}}}
+		Resources: corev1.VolumeResourceRequirements{Requests: Parse("storage", "5Gi")}}}
 	core := func(r string) schema.GroupResource { return schema.GroupResource{Resource: r} }
 	for _, tc := range []struct {
 		name string
@@ -50,22 +41,22 @@ func TestUsage(t *testing.T) {
 		obj  runtime.Object
 		want corev1.ResourceList
 	}{
-		{"best effort pod", core("pods"), pod(container("c", nil, nil)), list("count/pods", "1", "pods", "1")},
+		{"best effort pod", core("pods"), pod(container("c", nil, nil)), Parse("count/pods", "1", "pods", "1")},
 		{"pod with requests and limits", core("pods"),
-			pod(container("a", list("cpu", "250m", "memory", "64Mi"), list("cpu", "500m")), container("b", list("cpu", "250m", "hugepages-2Mi", "2Mi", "example.com/gpu", "1"), nil)),
-			list("count/pods", "1", "pods", "1", "cpu", "500m", "requests.cpu", "500m", "limits.cpu", "500m", "memory", "64Mi", "requests.memory", "64Mi",
+			pod(container("a", Parse("cpu", "250m", "memory", "64Mi"), Parse("cpu", "500m")), container("b", Parse("cpu", "250m", "hugepages-2Mi", "2Mi", "example.com/gpu", "1"), nil)),
+			Parse("count/pods", "1", "pods", "1", "cpu", "500m", "requests.cpu", "500m", "limits.cpu", "500m", "memory", "64Mi", "requests.memory", "64Mi",
 				"hugepages-2Mi", "2Mi", "requests.hugepages-2Mi", "2Mi", "requests.example.com/gpu", "1")},
-		{"terminal pod counts as an object only", core("pods"), terminal, list("count/pods", "1")},
-		{"pod deleted past its grace", core("pods"), gone, list("count/pods", "1")},
-		{"pod within its grace", core("pods"), leaving, list("count/pods", "1", "pods", "1", "cpu", "1", "requests.cpu", "1")},
-		{"load balancer", core("services"), lb, list("services", "1", "count/services", "1", "services.loadbalancers", "1", "services.nodeports", "2")},
-		{"node port", core("services"), np, list("services", "1", "count/services", "1", "services.loadbalancers", "0", "services.nodeports", "1")},
-		{"claim", core("persistentvolumeclaims"), claim, list("persistentvolumeclaims", "1", "count/persistentvolumeclaims", "1", "requests.storage", "5Gi",
+		{"terminal pod counts as an object only", core("pods"), terminal, Parse("count/pods", "1")},
+		{"pod deleted past its grace", core("pods"), gone, Parse("count/pods", "1")},
+		{"pod within its grace", core("pods"), leaving, Parse("count/pods", "1", "pods", "1", "cpu", "1", "requests.cpu", "1")},
+		{"load balancer", core("services"), lb, Parse("services", "1", "count/services", "1", "services.loadbalancers", "1", "services.nodeports", "2")},
+		{"node port", core("services"), np, Parse("services", "1", "count/services", "1", "services.loadbalancers", "0", "services.nodeports", "1")},
+		{"claim", core("persistentvolumeclaims"), claim, Parse("persistentvolumeclaims", "1", "count/persistentvolumeclaims", "1", "requests.storage", "5Gi",
 			"fast.storageclass.storage.k8s.io/requests.storage", "5Gi", "fast.storageclass.storage.k8s.io/persistentvolumeclaims", "1")},
-		{"configmap", core("configmaps"), &corev1.ConfigMap{}, list("configmaps", "1", "count/configmaps", "1")},
+		{"configmap", core("configmaps"), &corev1.ConfigMap{}, Parse("configmaps", "1", "count/configmaps", "1")},
 		{"replication controller, by name only", core("replicationcontrollers"), &metav1.PartialObjectMetadata{},
-			list("replicationcontrollers", "1", "count/replicationcontrollers", "1")},
-		{"other group", schema.GroupResource{Group: "apps", Resource: "replicasets"}, &metav1.PartialObjectMetadata{}, list("count/replicasets.apps", "1")},
+			Parse("replicationcontrollers", "1", "count/replicationcontrollers", "1")},
+		{"other group", schema.GroupResource{Group: "apps", Resource: "replicasets"}, &metav1.PartialObjectMetadata{}, Parse("count/replicasets.apps", "1")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := For(tc.gr).Usage(tc.obj, now); !Equals(got, tc.want) {
@@ -76,7 +67,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestTrackedAndGroupResources(t *testing.T) {
-	names := ResourceNames(list("pods", "1", "requests.cpu", "1", "services.nodeports", "1", "count/replicasets.apps", "1",
+	names := ResourceNames(Parse("pods", "1", "requests.cpu", "1", "services.nodeports", "1", "count/replicasets.apps", "1",
 		"secrets", "1", "replicationcontrollers", "1", "requests.storage", "1", "requests.example.com/gpu", "1"))
 	if got := For(schema.GroupResource{Resource: "pods"}).Tracked(names); len(got) != 3 {
 		t.Errorf("pods track %v, want pods, requests.cpu, requests.example.com/gpu", got)
@@ -93,7 +84,7 @@ func TestTrackedAndGroupResources(t *testing.T) {
 
 func TestScopes(t *testing.T) {
 	best := pod(container("c", nil, nil))
-	burst := pod(container("c", list("cpu", "1"), nil))
+	burst := pod(container("c", Parse("cpu", "1"), nil))
 	deadline := pod(container("c", nil, nil))
 	deadline.Spec.ActiveDeadlineSeconds = ptr.To[int64](60)
 	high := pod(container("c", nil, nil))
@@ -138,7 +129,7 @@ func TestScopes(t *testing.T) {
 
 func TestConstraints(t *testing.T) {
 	pods := For(schema.GroupResource{Resource: "pods"})
-	p := pod(container("app", list("cpu", "1"), nil), container("side", nil, nil))
+	p := pod(container("app", Parse("cpu", "1"), nil), container("side", nil, nil))
 	err := pods.Constraints([]corev1.ResourceName{"pods", "requests.cpu", "limits.memory"}, p)
 	want := "must specify requests.cpu for: side; limits.memory for: app,side"
 	if err == nil || err.Error() != want {
@@ -150,14 +141,14 @@ func TestConstraints(t *testing.T) {
 }
 
 func TestArithmetic(t *testing.T) {
-	used, hard := list("pods", "3", "cpu", "1"), list("pods", "2", "cpu", "2", "memory", "1Gi")
+	used, hard := Parse("pods", "3", "cpu", "1"), Parse("pods", "2", "cpu", "2", "memory", "1Gi")
 	if got := Exceeded(used, hard); len(got) != 1 || got[0] != "pods" {
 		t.Errorf("exceeded %v, want [pods]", got)
 	}
-	if got := PrettyPrint(Add(list("cpu", "500m"), list("cpu", "500m", "pods", "1"))); got != "cpu=1,pods=1" {
+	if got := PrettyPrint(Add(Parse("cpu", "500m"), Parse("cpu", "500m", "pods", "1"))); got != "cpu=1,pods=1" {
 		t.Errorf("add: %s", got)
 	}
-	if got := PrettyPrint(Subtract(list("cpu", "1"), list("cpu", "250m"))); got != "cpu=750m" {
+	if got := PrettyPrint(Subtract(Parse("cpu", "1"), Parse("cpu", "250m"))); got != "cpu=750m" {
 		t.Errorf("subtract: %s", got)
 	}
 	if gr, ok := CountedResource("count/deployments.apps"); !ok || gr != (schema.GroupResource{Group: "apps", Resource: "deployments"}) {

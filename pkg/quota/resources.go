@@ -17,28 +17,35 @@ import (
 
 // Add returns a + b; a resource in only one of them keeps its quantity.
 func Add(a, b corev1.ResourceList) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for name, q := range a {
-		out[name] = q.DeepCopy()
-	}
-	for name, q := range b {
-		sum := out[name]
-		sum.Add(q)
-		out[name] = sum
-	}
-	return out
+	return combine(a, b, (*resource.Quantity).Add)
 }
 
 // Subtract returns a - b over the resources of either.
 func Subtract(a, b corev1.ResourceList) corev1.ResourceList {
+	return combine(a, b, (*resource.Quantity).Sub)
+}
+
+// combine is a copy of a with op applied, resource by resource, to b's.
+func combine(a, b corev1.ResourceList, op func(*resource.Quantity, resource.Quantity)) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for name, q := range a {
 		out[name] = q.DeepCopy()
 	}
 	for name, q := range b {
-		diff := out[name]
-		diff.Sub(q)
-		out[name] = diff
+		v := out[name]
+		op(&v, q)
+		out[name] = v
+	}
+	return out
+}
+
+// Parse is the list of the name, quantity pairs kv, the quantities as
+// resource.MustParse reads them (which panics on a bad one): for lists
+// written as literals.
+func Parse(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
 	}
 	return out
 }

@@ -52,11 +52,12 @@ func limited(a *admission.Attributes) bool {
 	return false
 }
 
-// items are the LimitRange items of a's namespace.
+// items are the LimitRange items of a's namespace, or the error that
+// ends the write when they cannot be read.
 func items(ctx context.Context, a *admission.Attributes, objects admission.Objects) ([]corev1.LimitRangeItem, error) {
 	list, err := objects.List(ctx, limitRangesGVR, a.Namespace)
 	if err != nil {
-		return nil, err
+		return nil, apierrors.NewInternalError(fmt.Errorf("LimitRanger: %w", err))
 	}
 	var out []corev1.LimitRangeItem
 	for _, o := range list {
@@ -75,9 +76,6 @@ func (*Plugin) Admit(ctx context.Context, a *admission.Attributes, objects admis
 		return admission.Result{}
 	}
 	limits, err := items(ctx, a, objects)
-	if err != nil {
-		return admission.Result{Err: apierrors.NewInternalError(fmt.Errorf("LimitRanger: %w", err))}
-	}
 	var notes []string
 	for _, item := range limits {
 		if item.Type != corev1.LimitTypeContainer {
@@ -90,13 +88,13 @@ func (*Plugin) Admit(ctx context.Context, a *admission.Attributes, objects admis
 			notes = append(notes, setDefaults(&pod.Spec.Containers[i], "container", item)...)
 		}
 	}
-	if len(notes) > 0 {
+	if len(notes) > 0 && err == nil {
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
 		}
 		pod.Annotations[Annotation] = "LimitRanger plugin set: " + strings.Join(notes, "; ")
 	}
-	return admission.Result{}
+	return admission.Result{Err: err}
 }
 
 // setDefaults gives c the item's defaults it lacks and says what it set.
@@ -133,7 +131,7 @@ func (*Plugin) Validate(ctx context.Context, a *admission.Attributes, objects ad
 	}
 	limits, err := items(ctx, a, objects)
 	if err != nil {
-		return admission.Result{Err: apierrors.NewInternalError(fmt.Errorf("LimitRanger: %w", err))}
+		return admission.Result{Err: err}
 	}
 	var errs []error
 	for _, item := range limits {
@@ -175,33 +173,9 @@ func checkPod(pod *corev1.Pod, item corev1.LimitRangeItem) []error {
 // maxLimitRequestRatio, with Kubernetes' messages; kind is "Container",
 // "Pod" or "PersistentVolumeClaim".
 func bounds(kind string, item corev1.LimitRangeItem, requests, limits corev1.ResourceList) []error {
-	var errs []error
-	for _, name := range quota.ResourceNames(item.Min) {
-		min := item.Min[name]
-		req, hasReq := requests[name]
-		lim, hasLim := limits[name]
-		switch {
-		case !hasReq:
-			errs = append(errs, fmt.Errorf("minimum %s usage per %s is %s.  No request is specified", name, kind, min.String()))
-		case req.Cmp(min) < 0:
-			errs = append(errs, fmt.Errorf("minimum %s usage per %s is %s, but request is %s", name, kind, min.String(), req.String()))
-		case hasLim && lim.Cmp(min) < 0:
-			errs = append(errs, fmt.Errorf("minimum %s usage per %s is %s, but limit is %s", name, kind, min.String(), lim.String()))
-		}
-	}
-	for _, name := range quota.ResourceNames(item.Max) {
-		max := item.Max[name]
-		req, hasReq := requests[name]
-		lim, hasLim := limits[name]
-		switch {
-		case !hasLim:
-			errs = append(errs, fmt.Errorf("maximum %s usage per %s is %s.  No limit is specified", name, kind, max.String()))
-		case lim.Cmp(max) > 0:
-			errs = append(errs, fmt.Errorf("maximum %s usage per %s is %s, but limit is %s", name, kind, max.String(), lim.String()))
-		case hasReq && req.Cmp(max) > 0:
-			errs = append(errs, fmt.Errorf("maximum %s usage per %s is %s, but request is %s", name, kind, max.String(), req.String()))
-		}
-	}
+	req, lim := side{"request", requests}, side{"limit", limits}
+	errs := bound(kind, "minimum", item.Min, -1, req, lim)
+	errs = append(errs, bound(kind, "maximum", item.Max, 1, lim, req)...)
 	for _, name := range quota.ResourceNames(item.MaxLimitRequestRatio) {
 		ratio := item.MaxLimitRequestRatio[name]
 		req, lim := requests[name], limits[name]
@@ -214,6 +188,34 @@ func bounds(kind string, item corev1.LimitRangeItem, requests, limits corev1.Res
 			observed := float64(lim.MilliValue()) / float64(req.MilliValue())
 			if observed*1000 > float64(ratio.MilliValue()) {
 				errs = append(errs, fmt.Errorf("%s max limit to request ratio per %s is %s, but provided ratio is %f", name, kind, ratio.String(), observed))
+			}
+		}
+	}
+	return errs
+}
+
+// side is a container's (or pod's, claim's) requests or limits.
+type side struct {
+	word string
+	list corev1.ResourceList
+}
+
+// bound checks a min (sign -1) or max (sign 1) list: each of its
+// resources must be set in first, and neither first nor second may pass
+// it in the sign's direction.
+func bound(kind, what string, list corev1.ResourceList, sign int, first, second side) []error {
+	var errs []error
+	for _, name := range quota.ResourceNames(list) {
+		b := list[name]
+		q, ok := first.list[name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s %s usage per %s is %s.  No %s is specified", what, name, kind, b.String(), first.word))
+			continue
+		}
+		for _, s := range []side{first, second} {
+			if q, ok = s.list[name]; ok && q.Cmp(b) == sign {
+				errs = append(errs, fmt.Errorf("%s %s usage per %s is %s, but %s is %s", what, name, kind, b.String(), s.word, q.String()))
+				break
 			}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,14 +15,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/admission"
 	"github.com/minik8s/minik8s/pkg/quota"
 )
-
-func list(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
 
 type ranges []corev1.LimitRangeItem
 
@@ -46,16 +37,16 @@ func attrs(obj runtime.Object) *admission.Attributes {
 }
 
 func TestAdmitDefaults(t *testing.T) {
-	items := ranges{{Type: corev1.LimitTypeContainer, Default: list("cpu", "500m", "memory", "128Mi"), DefaultRequest: list("cpu", "100m", "memory", "128Mi")}}
+	items := ranges{{Type: corev1.LimitTypeContainer, Default: quota.Parse("cpu", "500m", "memory", "128Mi"), DefaultRequest: quota.Parse("cpu", "100m", "memory", "128Mi")}}
 	for _, tc := range []struct {
 		name             string
 		pod              *corev1.Pod
 		wantReq, wantLim corev1.ResourceList
 		wantAnnotation   string
 	}{
-		{"nothing set", podOf(nil, nil), list("cpu", "100m", "memory", "128Mi"), list("cpu", "500m", "memory", "128Mi"),
+		{"nothing set", podOf(nil, nil), quota.Parse("cpu", "100m", "memory", "128Mi"), quota.Parse("cpu", "500m", "memory", "128Mi"),
 			"LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app"},
-		{"own cpu kept", podOf(list("cpu", "200m"), list("cpu", "300m")), list("cpu", "200m", "memory", "128Mi"), list("cpu", "300m", "memory", "128Mi"),
+		{"own cpu kept", podOf(quota.Parse("cpu", "200m"), quota.Parse("cpu", "300m")), quota.Parse("cpu", "200m", "memory", "128Mi"), quota.Parse("cpu", "300m", "memory", "128Mi"),
 			"LimitRanger plugin set: memory request for container app; memory limit for container app"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,27 +70,27 @@ func TestAdmitDefaults(t *testing.T) {
 }
 
 func TestValidateBounds(t *testing.T) {
-	container := ranges{{Type: corev1.LimitTypeContainer, Min: list("cpu", "100m"), Max: list("cpu", "1", "memory", "1Gi"),
-		MaxLimitRequestRatio: list("memory", "2")}}
-	pod := ranges{{Type: corev1.LimitTypePod, Max: list("cpu", "1")}}
+	container := ranges{{Type: corev1.LimitTypeContainer, Min: quota.Parse("cpu", "100m"), Max: quota.Parse("cpu", "1", "memory", "1Gi"),
+		MaxLimitRequestRatio: quota.Parse("memory", "2")}}
+	pod := ranges{{Type: corev1.LimitTypePod, Max: quota.Parse("cpu", "1")}}
 	for _, tc := range []struct {
 		name  string
 		items ranges
 		pod   *corev1.Pod
 		want  string
 	}{
-		{"within", container, podOf(list("cpu", "200m", "memory", "512Mi"), list("cpu", "1", "memory", "1Gi")), ""},
-		{"above max", container, podOf(list("cpu", "200m", "memory", "512Mi"), list("cpu", "2", "memory", "1Gi")),
+		{"within", container, podOf(quota.Parse("cpu", "200m", "memory", "512Mi"), quota.Parse("cpu", "1", "memory", "1Gi")), ""},
+		{"above max", container, podOf(quota.Parse("cpu", "200m", "memory", "512Mi"), quota.Parse("cpu", "2", "memory", "1Gi")),
 			"maximum cpu usage per Container is 1, but limit is 2"},
-		{"no limit for a max", container, podOf(list("cpu", "200m", "memory", "512Mi"), list("memory", "1Gi")),
+		{"no limit for a max", container, podOf(quota.Parse("cpu", "200m", "memory", "512Mi"), quota.Parse("memory", "1Gi")),
 			"maximum cpu usage per Container is 1.  No limit is specified"},
-		{"below min", container, podOf(list("cpu", "50m", "memory", "512Mi"), list("cpu", "1", "memory", "1Gi")),
+		{"below min", container, podOf(quota.Parse("cpu", "50m", "memory", "512Mi"), quota.Parse("cpu", "1", "memory", "1Gi")),
 			"minimum cpu usage per Container is 100m, but request is 50m"},
-		{"ratio", container, podOf(list("cpu", "200m", "memory", "256Mi"), list("cpu", "1", "memory", "1Gi")),
+		{"ratio", container, podOf(quota.Parse("cpu", "200m", "memory", "256Mi"), quota.Parse("cpu", "1", "memory", "1Gi")),
 			"memory max limit to request ratio per Container is 2, but provided ratio is 4.000000"},
 		{"pod sum", pod, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{
-			{Name: "a", Resources: corev1.ResourceRequirements{Limits: list("cpu", "600m")}},
-			{Name: "b", Resources: corev1.ResourceRequirements{Limits: list("cpu", "600m")}}}}},
+			{Name: "a", Resources: corev1.ResourceRequirements{Limits: quota.Parse("cpu", "600m")}},
+			{Name: "b", Resources: corev1.ResourceRequirements{Limits: quota.Parse("cpu", "600m")}}}}},
 			"maximum cpu usage per Pod is 1, but limit is 1200m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,14 +17,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/admission"
 	"github.com/minik8s/minik8s/pkg/quota"
 )
-
-func list(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
 
 // fakeQuotas stores quotas with resourceVersions; conflicts makes the
 // next writes fail as if another writer had charged the quota first.
@@ -81,7 +72,7 @@ func newQuota(name string, hard, used corev1.ResourceList, scopes ...corev1.Reso
 func newPod(cpu string) *corev1.Pod {
 	c := corev1.Container{Name: "c"}
 	if cpu != "" {
-		c.Resources.Requests = list("cpu", cpu)
+		c.Resources.Requests = quota.Parse("cpu", cpu)
 	}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
 }
@@ -104,41 +95,41 @@ func TestValidate(t *testing.T) {
 	}{
 		{name: "no quota", gvr: podsGVR, obj: newPod("")},
 		{name: "charged", gvr: podsGVR, obj: newPod("200m"),
-			quotas:   []*corev1.ResourceQuota{newQuota("q", list("pods", "2", "requests.cpu", "1"), list("pods", "1", "requests.cpu", "500m"))},
-			wantUsed: map[string]corev1.ResourceList{"q": list("pods", "2", "requests.cpu", "700m")}},
+			quotas:   []*corev1.ResourceQuota{newQuota("q", quota.Parse("pods", "2", "requests.cpu", "1"), quota.Parse("pods", "1", "requests.cpu", "500m"))},
+			wantUsed: map[string]corev1.ResourceList{"q": quota.Parse("pods", "2", "requests.cpu", "700m")}},
 		{name: "exceeded", gvr: podsGVR, obj: newPod("200m"),
-			quotas:   []*corev1.ResourceQuota{newQuota("q", list("pods", "2", "requests.cpu", "1"), list("pods", "2", "requests.cpu", "500m"))},
+			quotas:   []*corev1.ResourceQuota{newQuota("q", quota.Parse("pods", "2", "requests.cpu", "1"), quota.Parse("pods", "2", "requests.cpu", "500m"))},
 			wantErr:  `pods "p" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2`,
-			wantUsed: map[string]corev1.ResourceList{"q": list("pods", "2", "requests.cpu", "500m")}},
+			wantUsed: map[string]corev1.ResourceList{"q": quota.Parse("pods", "2", "requests.cpu", "500m")}},
 		{name: "one of two quotas exceeded charges neither", gvr: podsGVR, obj: newPod("600m"),
-			quotas: []*corev1.ResourceQuota{newQuota("a", list("pods", "5"), list("pods", "0")),
-				newQuota("b", list("requests.cpu", "1"), list("requests.cpu", "500m"))},
+			quotas: []*corev1.ResourceQuota{newQuota("a", quota.Parse("pods", "5"), quota.Parse("pods", "0")),
+				newQuota("b", quota.Parse("requests.cpu", "1"), quota.Parse("requests.cpu", "500m"))},
 			wantErr:  "exceeded quota: b, requested: requests.cpu=600m, used: requests.cpu=500m, limited: requests.cpu=1",
-			wantUsed: map[string]corev1.ResourceList{"a": list("pods", "0"), "b": list("requests.cpu", "500m")}},
+			wantUsed: map[string]corev1.ResourceList{"a": quota.Parse("pods", "0"), "b": quota.Parse("requests.cpu", "500m")}},
 		{name: "must specify", gvr: podsGVR, obj: newPod(""),
-			quotas:  []*corev1.ResourceQuota{newQuota("q", list("requests.cpu", "1"), list("requests.cpu", "0"))},
+			quotas:  []*corev1.ResourceQuota{newQuota("q", quota.Parse("requests.cpu", "1"), quota.Parse("requests.cpu", "0"))},
 			wantErr: "failed quota: q: must specify requests.cpu for: c"},
 		{name: "status unknown", gvr: podsGVR, obj: newPod(""),
-			quotas:  []*corev1.ResourceQuota{newQuota("q", list("pods", "1"), nil)},
+			quotas:  []*corev1.ResourceQuota{newQuota("q", quota.Parse("pods", "1"), nil)},
 			wantErr: "status unknown for quota: q, resources: pods"},
 		{name: "not measured yet: no status.hard", gvr: podsGVR, obj: newPod(""),
-			quotas: []*corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "ns"}, Spec: corev1.ResourceQuotaSpec{Hard: list("pods", "0")}}}},
+			quotas: []*corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "ns"}, Spec: corev1.ResourceQuotaSpec{Hard: quota.Parse("pods", "0")}}}},
 		{name: "out of scope", gvr: podsGVR, obj: newPod("1"),
-			quotas:   []*corev1.ResourceQuota{newQuota("q", list("pods", "0"), list("pods", "0"), corev1.ResourceQuotaScopeBestEffort)},
-			wantUsed: map[string]corev1.ResourceList{"q": list("pods", "0")}},
+			quotas:   []*corev1.ResourceQuota{newQuota("q", quota.Parse("pods", "0"), quota.Parse("pods", "0"), corev1.ResourceQuotaScopeBestEffort)},
+			wantUsed: map[string]corev1.ResourceList{"q": quota.Parse("pods", "0")}},
 		{name: "count of another resource", gvr: cmGVR, obj: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns"}},
-			quotas:   []*corev1.ResourceQuota{newQuota("q", list("configmaps", "3", "count/configmaps", "3", "pods", "1"), list("configmaps", "1", "count/configmaps", "1", "pods", "1"))},
-			wantUsed: map[string]corev1.ResourceList{"q": list("configmaps", "2", "count/configmaps", "2", "pods", "1")}},
+			quotas:   []*corev1.ResourceQuota{newQuota("q", quota.Parse("configmaps", "3", "count/configmaps", "3", "pods", "1"), quota.Parse("configmaps", "1", "count/configmaps", "1", "pods", "1"))},
+			wantUsed: map[string]corev1.ResourceList{"q": quota.Parse("configmaps", "2", "count/configmaps", "2", "pods", "1")}},
 		{name: "dry run charges nothing", gvr: podsGVR, obj: newPod(""), dryRun: true,
-			quotas:   []*corev1.ResourceQuota{newQuota("q", list("pods", "2"), list("pods", "0"))},
-			wantUsed: map[string]corev1.ResourceList{"q": list("pods", "0")}},
-		{name: "a conflict is tried again on the new usage", gvr: podsGVR, obj: newPod(""), conflicts: 1, raced: list("pods", "1"),
-			quotas:   []*corev1.ResourceQuota{newQuota("q", list("pods", "3"), list("pods", "1"))},
-			wantUsed: map[string]corev1.ResourceList{"q": list("pods", "3")}},
-		{name: "the race lost for the last unit", gvr: podsGVR, obj: newPod(""), conflicts: 1, raced: list("pods", "1"),
-			quotas:   []*corev1.ResourceQuota{newQuota("q", list("pods", "2"), list("pods", "1"))},
+			quotas:   []*corev1.ResourceQuota{newQuota("q", quota.Parse("pods", "2"), quota.Parse("pods", "0"))},
+			wantUsed: map[string]corev1.ResourceList{"q": quota.Parse("pods", "0")}},
+		{name: "a conflict is tried again on the new usage", gvr: podsGVR, obj: newPod(""), conflicts: 1, raced: quota.Parse("pods", "1"),
+			quotas:   []*corev1.ResourceQuota{newQuota("q", quota.Parse("pods", "3"), quota.Parse("pods", "1"))},
+			wantUsed: map[string]corev1.ResourceList{"q": quota.Parse("pods", "3")}},
+		{name: "the race lost for the last unit", gvr: podsGVR, obj: newPod(""), conflicts: 1, raced: quota.Parse("pods", "1"),
+			quotas:   []*corev1.ResourceQuota{newQuota("q", quota.Parse("pods", "2"), quota.Parse("pods", "1"))},
 			wantErr:  "exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2",
-			wantUsed: map[string]corev1.ResourceList{"q": list("pods", "2")}},
+			wantUsed: map[string]corev1.ResourceList{"q": quota.Parse("pods", "2")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeQuotas{quotas: map[string]*corev1.ResourceQuota{}, conflicts: tc.conflicts, raced: tc.raced}
@@ -176,7 +167,7 @@ func metav1Object(obj runtime.Object) (string, bool) {
 // balancer.
 func TestValidateUpdate(t *testing.T) {
 	f := &fakeQuotas{quotas: map[string]*corev1.ResourceQuota{
-		"q": newQuota("q", list("services", "5", "services.loadbalancers", "1"), list("services", "2", "services.loadbalancers", "1"))}}
+		"q": newQuota("q", quota.Parse("services", "5", "services.loadbalancers", "1"), quota.Parse("services", "2", "services.loadbalancers", "1"))}}
 	old := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}}
 	lb := old.DeepCopy()
 	lb.Spec.Type = corev1.ServiceTypeLoadBalancer
