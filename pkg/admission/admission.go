@@ -1,10 +1,12 @@
-// Package admission is the apiserver's validating admission, as
-// kube-apiserver's validating admission plugins: after an object to be
-// created or updated has passed defaulting and validation, every plugin
-// of the apiserver's table looks at the write, with read access to other
-// stored objects, and may refuse it with an API error, add warnings to
-// the response (the Warning header kubectl prints) and annotate the
-// request's audit event. Plugins do not change the object.
+// Package admission is the apiserver's admission, as kube-apiserver's
+// admission plugins: after an object to be created or updated has passed
+// defaulting and validation, every plugin of the apiserver's table looks
+// at the write, with read access to other stored objects, and may refuse
+// it with an API error, add warnings to the response (the Warning header
+// kubectl prints) and annotate the request's audit event. Validation does
+// not change the object; a plugin that is also a Mutator changes it
+// first, in a mutating phase that runs after defaulting and before
+// validation, as kube-apiserver's mutating plugins (LimitRanger).
 package admission
 
 import (
@@ -37,7 +39,8 @@ type Attributes struct {
 	// objects); a generateName has been resolved.
 	Namespace, Name string
 	// Object is the object about to be stored, OldObject the stored one
-	// (nil on create). Plugins must not change either.
+	// (nil on create). Only a Mutator's Admit may change Object; nothing
+	// changes OldObject.
 	Object, OldObject runtime.Object
 	// DryRun is true for a ?dryRun=All request, which admission checks as
 	// any other.
@@ -53,6 +56,16 @@ type Objects interface {
 	// List returns every object of gvr in namespace (all namespaces
 	// when "").
 	List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error)
+}
+
+// StatusWriter is what Objects also offers where a plugin must record
+// what it admits before the write (the ResourceQuota admission charging
+// a quota's status.used).
+type StatusWriter interface {
+	// UpdateStatus writes obj's status (of gvr), on the condition that
+	// the stored object still has obj's resourceVersion (a Conflict
+	// error otherwise), and returns what was stored.
+	UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error)
 }
 
 // Result is a plugin's decision on one write.
@@ -77,4 +90,16 @@ type Plugin interface {
 	// create and update of every resource and answers quickly, with a
 	// zero Result, for those it does not look at.
 	Validate(ctx context.Context, a *Attributes, objects Objects) Result
+}
+
+// Mutator is a plugin that also changes the objects it admits, as
+// kube-apiserver's mutating admission plugins: the apiserver calls Admit
+// on a write of the resource itself (no subresource) after defaulting
+// and before validation, then validates what it made, then calls
+// Validate with the rest.
+type Mutator interface {
+	Plugin
+	// Admit may change a.Object, or refuse the write. Like Validate, it
+	// answers quickly, with a zero Result, for what it does not look at.
+	Admit(ctx context.Context, a *Attributes, objects Objects) Result
 }

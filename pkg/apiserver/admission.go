@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -13,17 +14,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minik8s/minik8s/pkg/admission"
+	"github.com/minik8s/minik8s/pkg/admission/limitranger"
 	"github.com/minik8s/minik8s/pkg/admission/podsecurity"
+	"github.com/minik8s/minik8s/pkg/admission/resourcequota"
 	"github.com/minik8s/minik8s/pkg/apiserver/audit"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/registry"
 )
 
-// DefaultAdmission is the validating admission an apiserver runs unless
-// its Config says otherwise: kube-apiserver's default-enabled validating
-// plugins that minik8s has, in order.
+// DefaultAdmission is the admission an apiserver runs unless its Config
+// says otherwise: kube-apiserver's default-enabled plugins that minik8s
+// has, in order (LimitRanger mutates and validates, ResourceQuota, last
+// as in kube-apiserver, charges what the others let through).
 func DefaultAdmission() []admission.Plugin {
-	return []admission.Plugin{podsecurity.New()}
+	return []admission.Plugin{limitranger.New(), podsecurity.New(), resourcequota.New()}
 }
 
 // validateAdmission runs the validating admission plugins on a create
@@ -31,6 +35,29 @@ func DefaultAdmission() []admission.Plugin {
 // written (dry runs included). Every plugin's audit annotations and
 // warnings are recorded; the first refusal ends the write.
 func (s *Server) validateAdmission(ctx context.Context, res *registry.Resource, sub subresource, obj, old runtime.Object, opts writeOptions) error {
+	return s.runAdmission(ctx, res, sub, obj, old, opts, admission.Plugin.Validate)
+}
+
+// mutateAdmission runs the Admit of the plugins that are Mutators on a
+// create or update of the resource itself, after defaulting and before
+// validation; mutated says whether any ran, so that an update validates
+// again what they made.
+func (s *Server) mutateAdmission(ctx context.Context, res *registry.Resource, obj, old runtime.Object, opts writeOptions) (mutated bool, err error) {
+	err = s.runAdmission(ctx, res, mainResource, obj, old, opts, func(p admission.Plugin, ctx context.Context, a *admission.Attributes, o admission.Objects) admission.Result {
+		m, ok := p.(admission.Mutator)
+		if !ok {
+			return admission.Result{}
+		}
+		mutated = true
+		return m.Admit(ctx, a, o)
+	})
+	return mutated, err
+}
+
+// runAdmission calls phase for every plugin on the write, recording
+// their audit annotations and warnings, until one refuses it.
+func (s *Server) runAdmission(ctx context.Context, res *registry.Resource, sub subresource, obj, old runtime.Object, opts writeOptions,
+	phase func(admission.Plugin, context.Context, *admission.Attributes, admission.Objects) admission.Result) error {
 	if len(s.cfg.Admission) == 0 {
 		return nil
 	}
@@ -50,7 +77,7 @@ func (s *Server) validateAdmission(ctx context.Context, res *registry.Resource, 
 		a.UserName = u.Name
 	}
 	for _, p := range s.cfg.Admission {
-		r := p.Validate(ctx, a, storedObjects{s})
+		r := phase(p, ctx, a, storedObjects{s})
 		for k, v := range r.AuditAnnotations {
 			audit.Annotate(ctx, k, v)
 		}
@@ -86,6 +113,21 @@ func (o storedObjects) List(ctx context.Context, gvr schema.GroupVersionResource
 		return nil, err
 	}
 	return lr.items, nil
+}
+
+// UpdateStatus writes obj's status on the condition of its
+// resourceVersion (admission.StatusWriter).
+func (o storedObjects) UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error) {
+	res, ok := o.s.table.Lookup(gvr)
+	m, err := meta.Accessor(obj)
+	if !ok || err != nil || !res.Status {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("no status to write for %s", gvr))
+	}
+	if m.GetResourceVersion() == "" {
+		return nil, apierrors.NewBadRequest("a status written by admission needs a resourceVersion")
+	}
+	return o.s.update(ctx, res, m.GetNamespace(), m.GetName(), statusResource,
+		func(runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil }, writeOptions{})
 }
 
 // Warnings of a request that are not the decoder's: the handlers put a

@@ -165,3 +165,49 @@ func TestDefaultAdmissionIsPodSecurity(t *testing.T) {
 		t.Errorf("warnings %q", got)
 	}
 }
+
+// labellingPlugin is a Mutator: it labels configmaps in Admit, and its
+// Validate sees the label; a label value "bad!" fails validation.
+type labellingPlugin struct{ value string }
+
+func (p *labellingPlugin) Name() string { return "Labelling" }
+
+func (p *labellingPlugin) Admit(_ context.Context, a *admission.Attributes, _ admission.Objects) admission.Result {
+	if cm, ok := a.Object.(*corev1.ConfigMap); ok {
+		if cm.Labels == nil {
+			cm.Labels = map[string]string{}
+		}
+		cm.Labels["admitted"] = p.value
+	}
+	return admission.Result{}
+}
+
+func (p *labellingPlugin) Validate(_ context.Context, a *admission.Attributes, _ admission.Objects) admission.Result {
+	if cm, ok := a.Object.(*corev1.ConfigMap); ok && cm.Labels["admitted"] != p.value {
+		return admission.Result{Err: apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, io.EOF)}
+	}
+	return admission.Result{}
+}
+
+// A Mutator changes creates and updates before validation, which
+// checks what it made, and before the validating phase.
+func TestMutatingAdmission(t *testing.T) {
+	store := newFakeStore()
+	plugin := &labellingPlugin{value: "yes"}
+	s, srv := serveFake(t, store, func(cfg *Config) { cfg.Admission = []admission.Plugin{plugin} })
+	store.put(t, s, "namespaces", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	base := srv.URL + "/api/v1/namespaces/default/configmaps"
+	resp, body := do(t, "POST", base, "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}`)
+	if resp.StatusCode != 201 || !strings.Contains(body, `"admitted":"yes"`) {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, "PUT", base+"/cm", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"a":"b"}}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"admitted":"yes"`) {
+		t.Fatalf("update: %d %s", resp.StatusCode, body)
+	}
+	plugin.value = "bad!"
+	resp, body = do(t, "PUT", base+"/cm", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"a":"c"}}`)
+	if resp.StatusCode != 422 {
+		t.Errorf("an update the mutator made invalid: %d %s, want 422", resp.StatusCode, body)
+	}
+}

@@ -118,6 +118,9 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, 
 	if err := s.admitServiceAccount(ctx, res, obj); err != nil {
 		return nil, err
 	}
+	if _, err := s.mutateAdmission(ctx, res, obj, nil, opts); err != nil {
+		return nil, err
+	}
 	if errs := res.ValidateCreate(obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), m.GetName(), errs)
 	}
@@ -228,6 +231,15 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 			return nil, err
 		}
 		if sub == mainResource {
+			mutated, err := s.mutateAdmission(ctx, res, obj, current, opts)
+			if err != nil {
+				return nil, err
+			}
+			if mutated {
+				if errs := res.ValidateChange(obj, current); len(errs) > 0 {
+					return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), name, errs)
+				}
+			}
 			if err := s.admit(ctx, obj); err != nil {
 				return nil, err
 			}

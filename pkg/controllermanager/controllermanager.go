@@ -41,6 +41,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/controller/podautoscaler"
 	"github.com/minik8s/minik8s/pkg/controller/podgc"
 	"github.com/minik8s/minik8s/pkg/controller/replicaset"
+	"github.com/minik8s/minik8s/pkg/controller/resourcequota"
 	"github.com/minik8s/minik8s/pkg/controller/rootcacertpublisher"
 	"github.com/minik8s/minik8s/pkg/controller/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/controller/statefulset"
@@ -157,6 +158,9 @@ var controllers = []struct {
 	}},
 	{"ttl-after-finished", "ttl-after-finished-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(ttlafterfinished.New(kc, ttlafterfinished.Config{}))
+	}},
+	{"resourcequota", "resourcequota-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(resourcequota.New(kc, resourcequota.Config{}))
 	}},
 	{"garbagecollector", "generic-garbage-collector", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(garbagecollector.New(kc, garbagecollector.Config{}))

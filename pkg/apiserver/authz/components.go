@@ -140,6 +140,11 @@ func ControllerRoles() map[string][]rbacv1.PolicyRule {
 			rule([]string{"get", "list", "watch", "delete"}, batch, "jobs"),
 			eventsRule(),
 		},
+		"resourcequota-controller": {
+			rule([]string{"list", "watch"}, every, "*"),
+			rule([]string{"update"}, core, "resourcequotas/status"),
+			eventsRule(),
+		},
 		"generic-garbage-collector": {
 			rule([]string{"get", "list", "watch", "patch", "update", "delete"}, every, "*"),
 			eventsRule(),

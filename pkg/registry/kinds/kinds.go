@@ -22,7 +22,7 @@ func Builtin() []*registry.Resource {
 		podTemplates(), priorityClasses(), runtimeClasses(), ingressClasses(),
 		csiDrivers(), csiNodes(), csiStorageCapacities(), volumeAttachments(), volumeAttributesClasses(),
 		clusterTrustBundles(), serviceCIDRs(), ipAddresses(), flowSchemas(), priorityLevelConfigurations(),
-		storageVersionMigrations(), customResourceDefinitions(), podDisruptionBudgets(),
+		storageVersionMigrations(), customResourceDefinitions(), podDisruptionBudgets(), resourceQuotas(), limitRanges(),
 	}
 }
 
