@@ -25,6 +25,8 @@ type discovery struct {
 	core      *metav1.APIVersions
 	resources map[schema.GroupVersion]*metav1.APIResourceList
 	byGroup   map[string]*metav1.APIGroup
+	// aggregated is all of it in two documents (discovery_aggregated.go).
+	aggregated aggregatedDiscovery
 }
 
 func newDiscovery(table *registry.Table) *discovery {
@@ -134,13 +136,17 @@ func groupRank(g string) int {
 // serveDiscovery answers /api, /api/v1, /apis, /apis/{g} and /apis/{g}/{v}.
 // Discovery documents are read-only: another method than GET is a 405.
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
-	doc := s.discovery.Load().document(splitPath(r.URL.Path))
+	parts := splitPath(r.URL.Path)
+	doc := s.discovery.Load().document(parts)
 	if doc == nil {
 		return false
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeError(w, apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, strings.ToLower(r.Method), schema.GroupResource{}, "", "", 0, false))
+		return true
+	}
+	if s.serveAggregated(w, r, parts) {
 		return true
 	}
 	writeJSON(w, http.StatusOK, doc)
@@ -198,6 +204,7 @@ func (s *Server) newDiscovery() *discovery {
 	if servesMetricsAPI(s.table) {
 		d.addMetricsAPI()
 	}
+	d.aggregated = d.aggregate()
 	return d
 }
 

@@ -75,7 +75,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		http.Error(w, "encode response", http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.WriteHeader(code)
 	_, _ = w.Write(data)
 	_, _ = w.Write([]byte("\n"))

@@ -2,11 +2,13 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -288,5 +290,64 @@ func TestCustomResourceLifecycle(t *testing.T) {
 	}
 	if list, err := widgets.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
 		t.Errorf("widgets left in the deleted namespace: %v, %v", err, list)
+	}
+}
+
+// Aggregated discovery (apidiscovery.k8s.io/v2) lists every group in one
+// document, custom resources included, with the preferred version first.
+func TestAggregatedDiscovery(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	k := newKubectl(t, c)
+	k.ok(t, "apply", "-f", filepath.Join(examplesPath(t), "crd", "widget-crd.yaml"))
+	k.ok(t, "wait", "--for", "condition=established", "--timeout=30s", "crd/widgets.example.com")
+	get := func(path, accept string) ([]byte, string) {
+		t.Helper()
+		res := c.client.CoreV1().RESTClient().Get().AbsPath(path).SetHeader("Accept", accept).Do(ctx)
+		raw, err := res.Raw()
+		if err != nil {
+			t.Fatalf("GET %s (%s): %v", path, accept, err)
+		}
+		var ct string
+		res.ContentType(&ct)
+		return raw, ct
+	}
+	const v2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+	if _, ct := get("/apis", "application/json"); ct != "application/json" {
+		t.Errorf("plain /apis: Content-Type %q", ct)
+	}
+	raw, ct := get("/apis", v2+",application/json")
+	if ct != v2 {
+		t.Errorf("aggregated /apis: Content-Type %q, want %q", ct, v2)
+	}
+	var groups apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(raw, &groups); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, g := range groups.Items {
+		if g.Name != "example.com" {
+			continue
+		}
+		found = true
+		if len(g.Versions) != 2 || g.Versions[0].Version != "v2" || g.Versions[1].Version != "v1" {
+			t.Errorf("example.com versions: %+v, want v2 then v1", g.Versions)
+		}
+		r := g.Versions[0].Resources
+		if len(r) != 1 || r[0].Resource != "widgets" || r[0].Scope != apidiscoveryv2.ScopeNamespace || len(r[0].Subresources) != 2 {
+			t.Errorf("example.com/v2 resources: %+v", r)
+		}
+	}
+	if !found {
+		t.Errorf("example.com is not in the aggregated /apis")
+	}
+	raw, _ = get("/api", v2)
+	if !strings.Contains(string(raw), `"resource":"pods"`) {
+		t.Errorf("aggregated /api lacks pods: %.300s", raw)
+	}
+	// kubectl reads the aggregated documents.
+	out := k.ok(t, "api-resources", "--api-group", "example.com")
+	if !strings.Contains(out, "widgets") || !strings.Contains(out, "example.com/v2") {
+		t.Errorf("kubectl api-resources --api-group example.com:\n%s", out)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/minik8s/minik8s/pkg/registry"
@@ -45,8 +47,14 @@ func StoragePrefix(crd *apiextensionsv1.CustomResourceDefinition) string {
 // its accepted names.
 func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resource, error) {
 	var out []*registry.Resource
-	for i := range crd.Spec.Versions {
-		v := &crd.Spec.Versions[i]
+	versions := slices.Clone(crd.Spec.Versions)
+	// Highest priority first (v2 before v1beta1 before v1alpha1), so that
+	// discovery prefers it, as Kubernetes does.
+	slices.SortStableFunc(versions, func(a, b apiextensionsv1.CustomResourceDefinitionVersion) int {
+		return -kubeversion.CompareKubeAwareVersionStrings(a.Name, b.Name)
+	})
+	for i := range versions {
+		v := &versions[i]
 		if !v.Served {
 			continue
 		}
