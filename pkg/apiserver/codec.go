@@ -29,7 +29,7 @@ const MaxRequestBodyBytes = 3 << 20
 
 // encodeStored renders obj for etcd. resourceVersion is not stored: it is
 // the key's ModRevision, filled in on every read.
-func encodeStored(obj runtime.Object) ([]byte, error) {
+func encodeStored(res *registry.Resource, obj runtime.Object) ([]byte, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
@@ -37,13 +37,29 @@ func encodeStored(obj runtime.Object) ([]byte, error) {
 	rv := m.GetResourceVersion()
 	m.SetResourceVersion("")
 	defer m.SetResourceVersion(rv)
+	if res.StoredAs != nil {
+		stored, err := res.StoredAs.ToStored(obj)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(stored)
+	}
 	return json.Marshal(obj)
 }
 
 // decodeStored reads a stored object back and stamps its resourceVersion.
 func decodeStored(res *registry.Resource, kv storage.KV) (runtime.Object, error) {
 	obj := res.New()
-	if err := json.Unmarshal(kv.Value, obj); err != nil {
+	if res.StoredAs != nil {
+		stored := res.StoredAs.New()
+		if err := json.Unmarshal(kv.Value, stored); err != nil {
+			return nil, fmt.Errorf("decode %s from storage: %w", kv.Key, err)
+		}
+		var err error
+		if obj, err = res.StoredAs.FromStored(stored); err != nil {
+			return nil, fmt.Errorf("convert %s from storage: %w", kv.Key, err)
+		}
+	} else if err := json.Unmarshal(kv.Value, obj); err != nil {
 		return nil, fmt.Errorf("decode %s from storage: %w", kv.Key, err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())

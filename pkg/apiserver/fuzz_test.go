@@ -289,7 +289,7 @@ func admit(t *testing.T, s *Server, res *registry.Resource, obj, old runtime.Obj
 	if cells := p.Cells(obj, time.Now()); len(cells) != len(p.Columns) {
 		t.Fatalf("%d cells for %d columns", len(cells), len(p.Columns))
 	}
-	if _, err := encodeStored(obj); err != nil {
+	if _, err := encodeStored(res, obj); err != nil {
 		t.Fatalf("a decoded object does not encode: %v", err)
 	}
 }

@@ -130,7 +130,7 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, 
 	if err := s.validateAdmission(ctx, res, mainResource, obj, nil, opts); err != nil {
 		return nil, err
 	}
-	data, err := encodeStored(obj)
+	data, err := encodeStored(res, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, 
 	if err != nil {
 		return nil, err
 	}
-	if data, err = encodeStored(obj); err != nil {
+	if data, err = encodeStored(res, obj); err != nil {
 		undo()
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 			return nil, err
 		}
 		om, _ := meta.Accessor(obj)
-		data, err := encodeStored(obj)
+		data, err := encodeStored(res, obj)
 		if err != nil {
 			return nil, err
 		}
@@ -276,7 +276,7 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 		if err != nil {
 			return nil, err
 		}
-		if data, err = encodeStored(obj); err != nil {
+		if data, err = encodeStored(res, obj); err != nil {
 			undo()
 			return nil, err
 		}
@@ -432,7 +432,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, n
 			if !changed || opts.dryRun {
 				return obj, nil
 			}
-			data, err := encodeStored(obj)
+			data, err := encodeStored(res, obj)
 			if err != nil {
 				return nil, err
 			}

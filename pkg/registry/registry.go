@@ -105,11 +105,25 @@ type Resource struct {
 	NewObject, NewListObject func() runtime.Object
 	Prune                    func(obj runtime.Object) []string
 	StoragePrefix            string
+	// StoredAs, when set, is how objects of a resource that shares
+	// another's storage (StoragePrefix) are written and read: as that
+	// resource's objects, converted each way (events.k8s.io Events are
+	// stored as core Events).
+	StoredAs *StorageConversion
 	// RefuseCreate, when set, is why no object may be created now (the
 	// definition of a custom resource is being deleted).
 	RefuseCreate string
 
 	objType, listType reflect.Type
+}
+
+// StorageConversion converts a resource's objects to and from the kind
+// they are stored as.
+type StorageConversion struct {
+	// New makes an empty stored object.
+	New        func() runtime.Object
+	ToStored   func(obj runtime.Object) (runtime.Object, error)
+	FromStored func(stored runtime.Object) (runtime.Object, error)
 }
 
 // Action is a POST subresource that acts on one stored object. Most
