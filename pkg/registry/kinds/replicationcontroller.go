@@ -22,11 +22,13 @@ import (
 
 // ReplicationControllers: the core/v1 predecessor of ReplicaSets, with a
 // map selector that, unlike a ReplicaSet's, may change. Scalable through
-// /scale, whose selector is the map as a label selector.
+// /scale, whose selector is the map as a label selector. A delete without
+// a propagationPolicy orphans the pods, as in Kubernetes (kubectl delete
+// asks for Background).
 func replicationControllers() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), Kind: "ReplicationController",
-		Namespaced: true, ShortNames: []string{"rc"}, Categories: []string{"all"}, Status: true,
+		Namespaced: true, ShortNames: []string{"rc"}, Categories: []string{"all"}, Status: true, OrphanByDefault: true,
 		Scale: replicasScale(func(rc *corev1.ReplicationController) (**int32, int32, *metav1.LabelSelector) {
 			return &rc.Spec.Replicas, rc.Status.Replicas, rcSelector(rc.Spec.Selector)
 		}),
