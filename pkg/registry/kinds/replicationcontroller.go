@@ -3,7 +3,6 @@ package kinds
 import (
 	"maps"
 	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/defaults"
-	"github.com/minik8s/minik8s/pkg/registry/printers"
 	"github.com/minik8s/minik8s/pkg/registry/validation"
 )
 
@@ -82,30 +80,10 @@ func validateReplicationController(rc *corev1.ReplicationController) field.Error
 	return append(allErrs, validation.ReplicatedTemplate(rcSelector(rc.Spec.Selector), rc.Spec.Template, specPath, "replicationcontroller")...)
 }
 
-// The table, as kubectl prints it.
+// The table: a ReplicaSet's (replicasPrinter).
 
-var replicationControllerPrinter = printers.Typed(
-	append([]metav1.TableColumnDefinition{
-		printers.NameColumn(),
-		printers.Column("Desired", "integer", corev1.ReplicationControllerSpec{}.SwaggerDoc()["replicas"]),
-		printers.Column("Current", "integer", corev1.ReplicationControllerStatus{}.SwaggerDoc()["replicas"]),
-		printers.Column("Ready", "integer", corev1.ReplicationControllerStatus{}.SwaggerDoc()["readyReplicas"]),
-		printers.AgeColumn(),
-	}, printers.TemplateColumns(corev1.ReplicationControllerSpec{}.SwaggerDoc()["selector"])...),
-	func(rc *corev1.ReplicationController, now time.Time) []interface{} {
-		var names, images string
-		if rc.Spec.Template != nil {
-			names, images = printers.ContainerCells(rc.Spec.Template.Spec.Containers)
-		}
-		return []interface{}{
-			rc.Name,
-			int64(printers.DerefInt32(rc.Spec.Replicas, 1)),
-			int64(rc.Status.Replicas),
-			int64(rc.Status.ReadyReplicas),
-			printers.Age(rc.CreationTimestamp, now),
-			names,
-			images,
-			labels.FormatLabels(rc.Spec.Selector),
-		}
-	},
-)
+var replicationControllerPrinter = replicasPrinter(corev1.ReplicationControllerSpec{}.SwaggerDoc(), corev1.ReplicationControllerStatus{}.SwaggerDoc(),
+	func(rc *corev1.ReplicationController) replicasRow {
+		return replicasRow{rc.Name, rc.CreationTimestamp, rc.Spec.Replicas, rc.Status.Replicas, rc.Status.ReadyReplicas,
+			rc.Spec.Template, labels.FormatLabels(rc.Spec.Selector)}
+	})
