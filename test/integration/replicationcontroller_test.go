@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/admission/podsecurity"
@@ -98,11 +97,7 @@ func TestReplicationController(t *testing.T) {
 	if scale.Spec.Replicas != 2 || scale.Status.Replicas != 2 || scale.Status.Selector != "app=web" {
 		t.Fatalf("scale = %+v", scale)
 	}
-	scale.ResourceVersion = ""
-	scale.Spec.Replicas = 3
-	if _, err := rcs.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	rsScale(t, ctx, rcs, "web", 3)
 	rsWaitReadyPods(t, c, "default", labels, 3)
 	rcWaitStatus(t, c, "default", "web", 3)
 
@@ -139,14 +134,8 @@ func TestReplicationController(t *testing.T) {
 
 	// A pod relabeled out of the selector is released and replaced.
 	debug := rsActivePods(t, ctx, c, "default", labels)[0].Name
-	patch := `{"metadata":{"labels":{"app":"debug"}}}`
-	if _, err := c.client.CoreV1().Pods("default").Patch(ctx, debug, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the relabeled pod to lose its owner", func(ctx context.Context) (bool, error) {
-		p, err := c.client.CoreV1().Pods("default").Get(ctx, debug, metav1.GetOptions{})
-		return err == nil && len(p.OwnerReferences) == 0 && p.DeletionTimestamp == nil, err
-	})
+	rsRelabel(t, ctx, c, "default", debug, "debug")
+	rsWaitOrphan(t, c, "default", debug)
 	if pods := rsWaitReadyPods(t, c, "default", labels, 4); strings.Contains(rsPodNames(pods), debug) || !controlledBy(pods, rc) {
 		t.Fatalf("pods after the release: %s", rsPodNames(pods))
 	}
@@ -174,14 +163,11 @@ func TestReplicationController(t *testing.T) {
 	if err := rcs.Delete(ctx, "keep", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "keep gone and its pod orphaned", func(ctx context.Context) (bool, error) {
+	waitFor(t, "keep gone", func(ctx context.Context) (bool, error) {
 		_, err := rcs.Get(ctx, "keep", metav1.GetOptions{})
-		if !apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		p, err := c.client.CoreV1().Pods("default").Get(ctx, kept[0].Name, metav1.GetOptions{})
-		return err == nil && len(p.OwnerReferences) == 0 && p.DeletionTimestamp == nil, err
+		return apierrors.IsNotFound(err), nil
 	})
+	rsWaitOrphan(t, c, "default", kept[0].Name)
 }
 
 // A pod creation the apiserver refuses (here Pod Security, where
@@ -220,15 +206,7 @@ func TestReplicationControllerReplicaFailure(t *testing.T) {
 		return len(rsEvents(t, ctx, c, "restricted", "ReplicationController", "web", replicaset.ReasonFailedCreate)) > 0, nil
 	})
 
-	scale, err := rcs.GetScale(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scale.ResourceVersion = ""
-	scale.Spec.Replicas = 0
-	if _, err := rcs.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	rsScale(t, ctx, rcs, "web", 0)
 	waitFor(t, "the ReplicaFailure condition to go", func(ctx context.Context) (bool, error) {
 		rc, err := rcs.Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && failure(rc) == nil && rc.Status.ObservedGeneration == rc.Generation, err
