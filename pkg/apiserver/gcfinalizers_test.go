@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minik8s/minik8s/pkg/registry"
 )
 
 func TestSetGCFinalizers(t *testing.T) {
@@ -34,6 +36,28 @@ func TestSetGCFinalizers(t *testing.T) {
 			changed := setGCFinalizers(m, tc.policy)
 			if changed != tc.wantChanged || !slices.Equal(m.Finalizers, tc.want) {
 				t.Errorf("setGCFinalizers(%v, %q) = %v (changed %v), want %v (changed %v)", tc.have, tc.policy, m.Finalizers, changed, tc.want, tc.wantChanged)
+			}
+		})
+	}
+}
+
+func TestPropagationForOrphanByDefault(t *testing.T) {
+	orphaning, other := &registry.Resource{OrphanByDefault: true}, &registry.Resource{}
+	for _, tc := range []struct {
+		name  string
+		res   *registry.Resource
+		have  []string
+		asked metav1.DeletionPropagation
+		want  metav1.DeletionPropagation
+	}{
+		{name: "no policy orphans", res: orphaning, want: metav1.DeletePropagationOrphan},
+		{name: "an explicit policy wins", res: orphaning, asked: metav1.DeletePropagationBackground, want: metav1.DeletePropagationBackground},
+		{name: "a foreground deletion under way stays", res: orphaning, have: []string{metav1.FinalizerDeleteDependents}},
+		{name: "other resources leave it to the collector", res: other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := propagationFor(tc.res, &metav1.ObjectMeta{Finalizers: tc.have}, tc.asked); got != tc.want {
+				t.Errorf("propagationFor = %q, want %q", got, tc.want)
 			}
 		})
 	}

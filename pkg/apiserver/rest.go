@@ -404,7 +404,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, n
 				return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
 			}
 		}
-		changed := setGCFinalizers(m, opts.propagation)
+		changed := setGCFinalizers(m, propagationFor(res, m, opts.propagation))
 		grace, graceful := int64(0), false
 		if res.GracefulDelete != nil {
 			grace, graceful = res.GracefulDelete(obj, opts.grace)
@@ -494,6 +494,21 @@ func setGCFinalizers(m metav1.Object, p metav1.DeletionPropagation) bool {
 		m.SetFinalizers(kept)
 	}
 	return changed
+}
+
+// propagationFor is the policy a delete asked for; without one, Orphan for
+// a resource that orphans by default unless a GC finalizer already says
+// otherwise, as Kubernetes' DefaultGarbageCollectionPolicy.
+func propagationFor(res *registry.Resource, m metav1.Object, asked metav1.DeletionPropagation) metav1.DeletionPropagation {
+	if asked != "" || !res.OrphanByDefault {
+		return asked
+	}
+	for _, f := range m.GetFinalizers() {
+		if f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents {
+			return asked
+		}
+	}
+	return metav1.DeletePropagationOrphan
 }
 
 func subset(a, b []string) bool {

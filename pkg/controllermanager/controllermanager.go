@@ -41,6 +41,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/controller/podautoscaler"
 	"github.com/minik8s/minik8s/pkg/controller/podgc"
 	"github.com/minik8s/minik8s/pkg/controller/replicaset"
+	"github.com/minik8s/minik8s/pkg/controller/replication"
 	"github.com/minik8s/minik8s/pkg/controller/resourcequota"
 	"github.com/minik8s/minik8s/pkg/controller/rootcacertpublisher"
 	"github.com/minik8s/minik8s/pkg/controller/serviceaccount"
@@ -131,6 +132,9 @@ var controllers = []struct {
 	}},
 	{"replicaset", "replicaset-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(replicaset.New(kc, replicaset.DefaultConfig()))
+	}},
+	{"replicationcontroller", "replication-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(replication.New(kc, replicaset.DefaultConfig()))
 	}},
 	{"deployment", "deployment-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(deployment.New(kc, deployment.DefaultConfig()))

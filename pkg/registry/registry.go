@@ -94,6 +94,11 @@ type Resource struct {
 	NewWriteHook func(cfg HookConfig) (WriteHook, error)
 	// Encrypted values are stored AES-GCM encrypted.
 	Encrypted bool
+	// OrphanByDefault resources orphan their dependents when a delete
+	// names no propagationPolicy (Kubernetes' DefaultGarbageCollectionPolicy
+	// of core/v1 ReplicationControllers, kept for compatibility); others
+	// leave them to the garbage collector in the background.
+	OrphanByDefault bool
 	// NoGeneration resources do not carry metadata.generation.
 	NoGeneration bool
 

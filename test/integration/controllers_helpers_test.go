@@ -10,8 +10,10 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
@@ -105,6 +107,46 @@ func rsWaitReadyPods(t *testing.T, c *cluster, ns string, labels map[string]stri
 		return true, nil
 	})
 	return pods
+}
+
+// rsRelabel sets the pod's app label to app.
+func rsRelabel(t *testing.T, ctx context.Context, c *cluster, ns, pod, app string) {
+	t.Helper()
+	patch := `{"metadata":{"labels":{"app":"` + app + `"}}}`
+	if _, err := c.client.CoreV1().Pods(ns).Patch(ctx, pod, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rsWaitOrphan waits for the pod to have no owner and not be deleted.
+func rsWaitOrphan(t *testing.T, c *cluster, ns, pod string) {
+	t.Helper()
+	waitFor(t, pod+" to lose its owner", func(ctx context.Context) (bool, error) {
+		p, err := c.client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		return err == nil && len(p.OwnerReferences) == 0 && p.DeletionTimestamp == nil, err
+	})
+}
+
+// scaler is a typed client of a kind with /scale.
+type scaler interface {
+	GetScale(ctx context.Context, name string, opts metav1.GetOptions) (*autoscalingv1.Scale, error)
+	UpdateScale(ctx context.Context, name string, scale *autoscalingv1.Scale, opts metav1.UpdateOptions) (*autoscalingv1.Scale, error)
+}
+
+// rsScale sets name's replicas through /scale, as kubectl scale does: no
+// resourceVersion, so the controller's own status writes in between do
+// not make the request a conflict.
+func rsScale(t *testing.T, ctx context.Context, s scaler, name string, replicas int32) {
+	t.Helper()
+	scale, err := s.GetScale(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale.ResourceVersion = ""
+	scale.Spec.Replicas = replicas
+	if _, err := s.UpdateScale(ctx, name, scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func rsPodNames(pods []corev1.Pod) string {

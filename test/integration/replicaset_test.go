@@ -93,18 +93,12 @@ func TestReplicaSetReleasesRelabeledPod(t *testing.T) {
 	labels := map[string]string{"app": "web"}
 	pods := rsWaitReadyPods(t, c, "default", labels, 2)
 	debug := pods[0].Name
-	patch := `{"metadata":{"labels":{"app":"debug"}}}`
-	if _, err := c.client.CoreV1().Pods("default").Patch(ctx, debug, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	rsRelabel(t, ctx, c, "default", debug, "debug")
 	replaced := rsWaitReadyPods(t, c, "default", labels, 2)
 	if strings.Contains(rsPodNames(replaced), debug) {
 		t.Fatalf("relabeled pod still selected: %s", rsPodNames(replaced))
 	}
-	waitFor(t, "the relabeled pod to lose its owner", func(ctx context.Context) (bool, error) {
-		p, err := c.client.CoreV1().Pods("default").Get(ctx, debug, metav1.GetOptions{})
-		return err == nil && len(p.OwnerReferences) == 0 && p.DeletionTimestamp == nil, err
-	})
+	rsWaitOrphan(t, c, "default", debug)
 }
 
 // A matching orphan is adopted: the ReplicaSet creates only the pods it
@@ -177,17 +171,7 @@ func TestReplicaSetScaleDownOrder(t *testing.T) {
 	if _, err := c.client.CoreV1().Pods("default").Patch(ctx, cheap, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	scale, err := rss.GetScale(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// As kubectl scale does: no resourceVersion, so the controller's own
-	// status writes in between do not make the request a conflict.
-	scale.ResourceVersion = ""
-	scale.Spec.Replicas = 2
-	if _, err := rss.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	rsScale(t, ctx, rss, "web", 2)
 	left := rsWaitReadyPods(t, c, "default", labels, 2)
 	if strings.Contains(rsPodNames(left), cheap) {
 		t.Fatalf("kept %s, want %s (deletion cost -100) gone", rsPodNames(left), cheap)

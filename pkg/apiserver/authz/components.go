@@ -81,6 +81,12 @@ func ControllerRoles() map[string][]rbacv1.PolicyRule {
 			rule([]string{"update"}, apps, "replicasets/status", "replicasets/finalizers"),
 			podWriter, eventsRule(),
 		},
+		"replication-controller": {
+			rule([]string{"get", "list", "watch", "update"}, core, "replicationcontrollers"),
+			rule([]string{"update"}, core, "replicationcontrollers/status", "replicationcontrollers/finalizers"),
+			rule([]string{"list", "watch", "patch", "create", "delete"}, core, "pods"),
+			eventsRule(),
+		},
 		"deployment-controller": {
 			rule(readPatch, apps, "deployments"),
 			rule([]string{"update"}, apps, "deployments/status", "deployments/finalizers"),

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -35,9 +35,6 @@ const (
 	ReasonFailedDelete     = "FailedDelete"
 )
 
-// controllerKind is what the pods' ownerReferences name.
-var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
-
 // Config configures the controller; the rest comes from the kit.Context
 // (its Clock drives availability, minReadySeconds, and expectations).
 type Config struct {
@@ -56,7 +53,7 @@ func DefaultConfig() Config {
 // Controller keeps every ReplicaSet's pods at spec.replicas.
 type Controller struct {
 	kit.Base
-	rsLister     appslisters.ReplicaSetLister
+	src          Source
 	podLister    corelisters.PodLister
 	expectations *kit.Expectations
 	burst        int
@@ -65,18 +62,23 @@ type Controller struct {
 // New validates cfg and wires the controller to kc's ReplicaSet and Pod
 // informers. Nothing runs until Start (kit.Run starts the informers).
 func New(kc *kit.Context, cfg Config) (*Controller, error) {
+	return NewFor(kc, cfg, ReplicaSets(kc))
+}
+
+// NewFor is New for the kind src converts to ReplicaSets.
+func NewFor(kc *kit.Context, cfg Config, src Source) (*Controller, error) {
 	if cfg.BurstReplicas < 0 {
-		return nil, fmt.Errorf("replicaset: burst replicas (%d) must not be negative", cfg.BurstReplicas)
+		return nil, fmt.Errorf("%s: burst replicas (%d) must not be negative", src.Name, cfg.BurstReplicas)
 	}
-	workers, err := kit.Workers("replicaset", cfg.Workers, DefaultWorkers)
+	workers, err := kit.Workers(src.Name, cfg.Workers, DefaultWorkers)
 	if err != nil {
 		return nil, err
 	}
-	rsInf, podInf := kc.Factory.Apps().V1().ReplicaSets(), kc.Factory.Core().V1().Pods()
-	b := kc.NewBase("replicaset", "replicaset", workers, "replicaset-controller")
+	podInf := kc.Factory.Core().V1().Pods()
+	b := kc.NewBase(src.Name, src.Name, workers, src.Component)
 	l := b.Loop
 	c := &Controller{
-		rsLister: rsInf.Lister(), podLister: podInf.Lister(),
+		src: src, podLister: podInf.Lister(),
 		Base:         b,
 		expectations: kit.NewExpectations(kc.Clock),
 		burst:        cmp.Or(cfg.BurstReplicas, DefaultBurstReplicas),
@@ -85,7 +87,7 @@ func New(kc *kit.Context, cfg Config) (*Controller, error) {
 	rsHandler := loop.KeyHandler(c.Queue)
 	rsHandler.DeleteFunc = c.deleteReplicaSet
 	return c, errors.Join(
-		l.Watch(rsInf.Informer(), rsHandler),
+		l.Watch(src.Informer, rsHandler),
 		l.Watch(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: c.addPod, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod,
 		}))
@@ -113,18 +115,24 @@ func (c *Controller) deleteReplicaSet(obj any) {
 // resolve is the ReplicaSet a controller reference in namespace ns
 // names, if it still exists with that UID.
 func (c *Controller) resolve(ns string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	return controllerref.Resolve(ref, controllerKind.Kind, c.rsLister.ReplicaSets(ns).Get)
+	return controllerref.Resolve(ref, c.src.Kind.Kind, func(name string) (*appsv1.ReplicaSet, error) { return c.src.Get(ns, name) })
 }
 
-// enqueueMatching queues every ReplicaSet whose selector matches an
-// orphan pod: one of them may adopt it.
+// enqueueMatching queues every ReplicaSet whose non-empty selector
+// matches an orphan pod: one of them may adopt it.
 func (c *Controller) enqueueMatching(pod *corev1.Pod) {
-	rss, err := c.rsLister.GetPodReplicaSets(pod)
+	if len(pod.Labels) == 0 {
+		return
+	}
+	rss, err := c.src.List(pod.Namespace)
 	if err != nil {
 		return
 	}
 	for _, rs := range rss {
-		c.enqueue(rs)
+		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
+			c.enqueue(rs)
+		}
 	}
 }
 

@@ -25,5 +25,8 @@
 // `kubectl scale` (the scale subresource) and the Deployment controller.
 //
 // It reads ReplicaSets and Pods from shared informers that the caller
-// starts, and writes only through the API.
+// starts, and writes only through the API. It reaches the kind it manages
+// only through a Source: ReplicaSets (New), or ReplicationControllers
+// converted to ReplicaSets (package replication, NewFor), as Kubernetes
+// runs its ReplicationManager.
 package replicaset

@@ -161,7 +161,7 @@ func newRS(name string, replicas int32) *appsv1.ReplicaSet {
 func ownedPod(rs *appsv1.ReplicaSet, name string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 	p := testPod(name, "n1", corev1.PodRunning, true, mutate...)
 	p.Labels = map[string]string{"app": rs.Name, "tier": "web"}
-	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(rs, controllerKind)}
+	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}
 	return p
 }
 

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -32,7 +33,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	rs, err := c.rsLister.ReplicaSets(ns).Get(name)
+	rs, err := c.src.Get(ns, name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.Forget(key)
 		return nil
@@ -75,6 +76,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		manageErr = c.manageReplicas(ctx, key, rs, pods)
 	}
 	status := calculateStatus(rs, pods, terminating, manageErr, c.Clock.Now())
+	if c.src.NoTerminatingReplicas {
+		status.TerminatingReplicas = nil
+	}
 	updated, err := c.updateStatus(ctx, rs.DeepCopy(), status)
 	if err != nil {
 		return err
@@ -100,8 +104,10 @@ func replicasOf(rs *appsv1.ReplicaSet) int32 {
 // matches.
 func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	m := &controllerref.Claimer[*corev1.Pod]{
-		Owner: rs, Kind: controllerKind, Selector: selector, Dependent: "pod", Logger: c.Log,
-		Get:   controllerref.GetWith(c.Client.AppsV1().ReplicaSets(rs.Namespace).Get, rs.Name),
+		Owner: rs, Kind: c.src.Kind, Selector: selector, Dependent: "pod", Logger: c.Log,
+		Get: func(ctx context.Context) (metav1.Object, error) {
+			return c.src.Fetch(ctx, rs.Namespace, rs.Name)
+		},
 		Patch: controllerref.PatchWith(c.Client.CoreV1().Pods(rs.Namespace).Patch),
 	}
 	return m.Claim(ctx, pods)
@@ -177,8 +183,8 @@ func slowStartBatch(count, initial int, fn func() error) (int, error) {
 }
 
 // podFromTemplate is the pod rs creates: its template, named after rs,
-// controlled by rs.
-func podFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
+// controlled by rs, an object of kind.
+func podFromTemplate(rs *appsv1.ReplicaSet, kind schema.GroupVersionKind) *corev1.Pod {
 	t := rs.Spec.Template.DeepCopy()
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -187,21 +193,21 @@ func podFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
 			Labels:          t.Labels,
 			Annotations:     t.Annotations,
 			Finalizers:      t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, controllerKind)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, kind)},
 		},
 		Spec: t.Spec,
 	}
 }
 
 func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
-	pod, err := c.Client.CoreV1().Pods(rs.Namespace).Create(ctx, podFromTemplate(rs), metav1.CreateOptions{})
+	pod, err := c.Client.CoreV1().Pods(rs.Namespace).Create(ctx, podFromTemplate(rs, c.src.Kind), metav1.CreateOptions{})
 	if err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			// The namespace is going away, and the ReplicaSet with it.
 			return nil
 		}
 		c.Recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
-		return fmt.Errorf("create pod for replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+		return fmt.Errorf("create pod for %s %s/%s: %w", c.src.Name, rs.Namespace, rs.Name, err)
 	}
 	c.Recorder.Eventf(rs, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: %s", pod.Name)
 	return nil
@@ -226,7 +232,7 @@ func (c *Controller) deletePodOf(ctx context.Context, rs *appsv1.ReplicaSet, pod
 func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
 	uids := map[types.UID]bool{rs.UID: true}
 	if owner := metav1.GetControllerOf(rs); owner != nil {
-		siblings, err := c.rsLister.ReplicaSets(rs.Namespace).List(labels.Everything())
+		siblings, err := c.src.List(rs.Namespace)
 		if err == nil {
 			for _, s := range siblings {
 				if ref := metav1.GetControllerOf(s); ref != nil && ref.UID == owner.UID {
@@ -296,10 +302,9 @@ func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 	if equality.Semantic.DeepEqual(rs.Status, st) {
 		return rs, nil
 	}
-	client := c.Client.AppsV1().ReplicaSets(rs.Namespace)
 	for i := 0; ; i++ {
 		rs.Status = st
-		updated, err := client.UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		updated, err := c.src.UpdateStatus(ctx, rs)
 		if err == nil {
 			return updated, nil
 		}
@@ -308,10 +313,10 @@ func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 			return rs, nil
 		}
 		if i >= statusUpdateRetries {
-			return nil, fmt.Errorf("update status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+			return nil, fmt.Errorf("update status of %s %s/%s: %w", c.src.Name, rs.Namespace, rs.Name, err)
 		}
-		if rs, err = client.Get(ctx, rs.Name, metav1.GetOptions{}); err != nil {
-			return nil, fmt.Errorf("update status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+		if rs, err = c.src.Fetch(ctx, rs.Namespace, rs.Name); err != nil {
+			return nil, fmt.Errorf("update status of %s %s/%s: %w", c.src.Name, rs.Namespace, rs.Name, err)
 		}
 	}
 }

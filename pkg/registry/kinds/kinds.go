@@ -15,7 +15,7 @@ func Builtin() []*registry.Resource {
 	return []*registry.Resource{
 		namespaces(), nodes(), pods(), services(), endpoints(), configMaps(), secrets(), events(),
 		serviceAccounts(), persistentVolumes(), persistentVolumeClaims(),
-		deployments(), replicaSets(), daemonSets(), jobs(), cronJobs(), horizontalPodAutoscalers(),
+		deployments(), replicaSets(), replicationControllers(), daemonSets(), jobs(), cronJobs(), horizontalPodAutoscalers(),
 		endpointSlices(), leases(), storageClasses(), ingresses(), certificateSigningRequests(),
 		controllerRevisions(), statefulSets(),
 		clusterRoleBindings(), clusterRoles(), roleBindings(), roles(),

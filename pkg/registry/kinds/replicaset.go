@@ -5,6 +5,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -56,27 +57,55 @@ func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
 	return allErrs
 }
 
-// The table.
+// The table, the same for ReplicaSets and ReplicationControllers.
 
-var replicaSetPrinter = printers.Typed(
-	append([]metav1.TableColumnDefinition{
-		printers.NameColumn(),
-		printers.Column("Desired", "integer", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]),
-		printers.Column("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]),
-		printers.Column("Ready", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["readyReplicas"]),
-		printers.AgeColumn(),
-	}, printers.TemplateColumns(appsv1.ReplicaSetSpec{}.SwaggerDoc()["selector"])...),
-	func(rs *appsv1.ReplicaSet, now time.Time) []interface{} {
-		names, images := printers.ContainerCells(rs.Spec.Template.Spec.Containers)
-		return []interface{}{
-			rs.Name,
-			int64(printers.DerefInt32(rs.Spec.Replicas, 1)),
-			int64(rs.Status.Replicas),
-			int64(rs.Status.ReadyReplicas),
-			printers.Age(rs.CreationTimestamp, now),
-			names,
-			images,
-			metav1.FormatLabelSelector(rs.Spec.Selector),
-		}
-	},
-)
+var replicaSetPrinter = replicasPrinter(appsv1.ReplicaSetSpec{}.SwaggerDoc(), appsv1.ReplicaSetStatus{}.SwaggerDoc(),
+	func(rs *appsv1.ReplicaSet) replicasRow {
+		return replicasRow{rs.Name, rs.CreationTimestamp, rs.Spec.Replicas, rs.Status.Replicas, rs.Status.ReadyReplicas,
+			&rs.Spec.Template, metav1.FormatLabelSelector(rs.Spec.Selector)}
+	})
+
+// replicasRow is what a row of replicasPrinter shows.
+type replicasRow struct {
+	name           string
+	created        metav1.Time
+	desired        *int32
+	current, ready int32
+	template       *corev1.PodTemplateSpec
+	selector       string
+}
+
+// replicasPrinter is kubectl's table of a kind of replicated pods: NAME
+// DESIRED CURRENT READY AGE and, wide, CONTAINERS IMAGES SELECTOR, the
+// columns described by the kind's spec and status docs.
+func replicasPrinter[T any, P interface {
+	*T
+	runtime.Object
+}](specDoc, statusDoc map[string]string, row func(P) replicasRow) printers.Printer {
+	return printers.Typed(
+		append([]metav1.TableColumnDefinition{
+			printers.NameColumn(),
+			printers.Column("Desired", "integer", specDoc["replicas"]),
+			printers.Column("Current", "integer", statusDoc["replicas"]),
+			printers.Column("Ready", "integer", statusDoc["readyReplicas"]),
+			printers.AgeColumn(),
+		}, printers.TemplateColumns(specDoc["selector"])...),
+		func(obj P, now time.Time) []interface{} {
+			r := row(obj)
+			var names, images string
+			if r.template != nil {
+				names, images = printers.ContainerCells(r.template.Spec.Containers)
+			}
+			return []interface{}{
+				r.name,
+				int64(printers.DerefInt32(r.desired, 1)),
+				int64(r.current),
+				int64(r.ready),
+				printers.Age(r.created, now),
+				names,
+				images,
+				r.selector,
+			}
+		},
+	)
+}
