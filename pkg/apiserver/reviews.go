@@ -27,6 +27,7 @@ var reviewResources = map[schema.GroupVersionResource]struct {
 	namespaced bool
 }{
 	authenticationv1.SchemeGroupVersion.WithResource("selfsubjectreviews"):       {"SelfSubjectReview", false},
+	authenticationv1.SchemeGroupVersion.WithResource("tokenreviews"):             {"TokenReview", false},
 	authorizationv1.SchemeGroupVersion.WithResource("selfsubjectaccessreviews"):  {"SelfSubjectAccessReview", false},
 	authorizationv1.SchemeGroupVersion.WithResource("subjectaccessreviews"):      {"SubjectAccessReview", false},
 	authorizationv1.SchemeGroupVersion.WithResource("localsubjectaccessreviews"): {"LocalSubjectAccessReview", true},
@@ -62,13 +63,9 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info reques
 	ctx := r.Context()
 	switch o := obj.(type) {
 	case *authenticationv1.SelfSubjectReview:
-		o.Status.UserInfo = authenticationv1.UserInfo{Username: me.Name, UID: me.UID, Groups: slices.Clone(me.Groups)}
-		if u != nil && len(u.Extra) > 0 {
-			o.Status.UserInfo.Extra = map[string]authenticationv1.ExtraValue{}
-			for k, v := range u.Extra {
-				o.Status.UserInfo.Extra[k] = slices.Clone(v)
-			}
-		}
+		o.Status.UserInfo = userInfoOf(u)
+	case *authenticationv1.TokenReview:
+		o.Status = s.tokenReview(r.Context(), o.Spec)
 	case *authorizationv1.SelfSubjectAccessReview:
 		o.Status = s.review(ctx, me, o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.SubjectAccessReview:
@@ -86,6 +83,43 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info reques
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	writeJSON(w, http.StatusCreated, obj)
 	return nil
+}
+
+// tokenReview says who a bearer token belongs to, as the server's own
+// authentication would (webhook token authenticators ask this).
+func (s *Server) tokenReview(ctx context.Context, spec authenticationv1.TokenReviewSpec) authenticationv1.TokenReviewStatus {
+	if spec.Token == "" {
+		return authenticationv1.TokenReviewStatus{Error: "token is required"}
+	}
+	if s.cfg.Authenticator == nil {
+		return authenticationv1.TokenReviewStatus{Error: "authentication is not configured"}
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+	req.Header.Set("Authorization", "Bearer "+spec.Token)
+	u, ok, err := s.cfg.Authenticator.Authenticate(req)
+	if err != nil || !ok || u == nil {
+		msg := "the token is not valid"
+		if err != nil {
+			msg = err.Error()
+		}
+		return authenticationv1.TokenReviewStatus{Error: msg}
+	}
+	return authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: spec.Audiences, User: userInfoOf(u)}
+}
+
+// userInfoOf is u as authentication.k8s.io writes a user; nil is nobody.
+func userInfoOf(u *authn.User) authenticationv1.UserInfo {
+	if u == nil {
+		return authenticationv1.UserInfo{}
+	}
+	info := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: slices.Clone(u.Groups)}
+	for k, v := range u.Extra {
+		if info.Extra == nil {
+			info.Extra = map[string]authenticationv1.ExtraValue{}
+		}
+		info.Extra[k] = slices.Clone(v)
+	}
+	return info
 }
 
 func subjectOf(spec authorizationv1.SubjectAccessReviewSpec) authz.User {

@@ -32,6 +32,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/controller/disruption"
 	"github.com/minik8s/minik8s/pkg/controller/endpoints"
 	"github.com/minik8s/minik8s/pkg/controller/endpointslice"
+	"github.com/minik8s/minik8s/pkg/controller/endpointslicemirroring"
 	"github.com/minik8s/minik8s/pkg/controller/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/controller/job"
 	"github.com/minik8s/minik8s/pkg/controller/kit"
@@ -153,6 +154,9 @@ var controllers = []struct {
 	}},
 	{"endpointslice", "endpointslice-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(endpointslice.New(kc, endpointslice.Config{}))
+	}},
+	{"endpointslicemirroring", "endpointslicemirroring-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(endpointslicemirroring.New(kc))
 	}},
 	{"job", "job-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(job.New(kc, job.Config{}))

@@ -130,6 +130,12 @@ func ControllerRoles() map[string][]rbacv1.PolicyRule {
 			rule([]string{"get", "list", "watch", "create", "update", "delete"}, discovery, "endpointslices"),
 			eventsRule(),
 		},
+		"endpointslicemirroring-controller": {
+			rule([]string{"get", "list", "watch"}, core, "services", "endpoints"),
+			rule([]string{"update"}, core, "endpoints/finalizers"),
+			rule([]string{"get", "list", "watch", "create", "update", "delete"}, discovery, "endpointslices"),
+			eventsRule(),
+		},
 		"job-controller": {
 			rule(readPatch, batch, "jobs"),
 			rule([]string{"update"}, batch, "jobs/status", "jobs/finalizers"),

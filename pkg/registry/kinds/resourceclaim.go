@@ -1,0 +1,50 @@
+package kinds
+
+import (
+	resourcev1 "k8s.io/api/resource/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/validation"
+)
+
+// ResourceClaims (resource.k8s.io/v1): a request for devices; the spec
+// never changes, the allocation is the status.
+func resourceClaims() *registry.Resource {
+	return &registry.Resource{
+		GroupVersionResource: resourcev1.SchemeGroupVersion.WithResource("resourceclaims"), Kind: "ResourceClaim",
+		Namespaced: true, NameRule: apivalidation.NameIsDNSSubdomain, Status: true,
+		Validate: validator(func(c *resourcev1.ResourceClaim) field.ErrorList {
+			return validateClaimSpec(&c.Spec, field.NewPath("spec"))
+		}),
+		ValidateUpdate: updateValidator(func(c, old *resourcev1.ResourceClaim) field.ErrorList {
+			return validation.Immutable(c.Spec, old.Spec, field.NewPath("spec"))
+		}),
+	}
+}
+
+// validateClaimSpec checks that every request is named, once, and asks
+// for a class.
+func validateClaimSpec(spec *resourcev1.ResourceClaimSpec, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := map[string]bool{}
+	requests := path.Child("devices", "requests")
+	for i, r := range spec.Devices.Requests {
+		p := requests.Index(i)
+		switch {
+		case r.Name == "":
+			allErrs = append(allErrs, field.Required(p.Child("name"), ""))
+		case seen[r.Name]:
+			allErrs = append(allErrs, field.Duplicate(p.Child("name"), r.Name))
+		}
+		seen[r.Name] = true
+		if (r.Exactly == nil) == (len(r.FirstAvailable) == 0) {
+			allErrs = append(allErrs, field.Invalid(p, r.Name, "exactly one of `exactly` or `firstAvailable` is required"))
+		}
+		if r.Exactly != nil && r.Exactly.DeviceClassName == "" {
+			allErrs = append(allErrs, field.Required(p.Child("exactly", "deviceClassName"), ""))
+		}
+	}
+	return allErrs
+}
