@@ -23,6 +23,7 @@ func Builtin() []*registry.Resource {
 		csiDrivers(), csiNodes(), csiStorageCapacities(), volumeAttachments(), volumeAttributesClasses(),
 		clusterTrustBundles(), serviceCIDRs(), ipAddresses(), flowSchemas(), priorityLevelConfigurations(),
 		storageVersionMigrations(), customResourceDefinitions(), podDisruptionBudgets(), resourceQuotas(), limitRanges(),
+		validatingAdmissionPolicies(), validatingAdmissionPolicyBindings(), validatingWebhookConfigurations(), mutatingWebhookConfigurations(),
 	}
 }
 

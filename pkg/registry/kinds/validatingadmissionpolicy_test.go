@@ -1,0 +1,85 @@
+package kinds
+
+import (
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func deploymentPolicy(validations ...admissionregistrationv1.Validation) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+				},
+			}}},
+			Validations: validations,
+		},
+	}
+	validatingAdmissionPolicies().ApplyDefaults(p)
+	return p
+}
+
+func TestPolicyValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		v     admissionregistrationv1.Validation
+		error string
+	}{
+		{"compiles", admissionregistrationv1.Validation{Expression: "object.spec.replicas <= 5"}, ""},
+		{"type confusion compiles", admissionregistrationv1.Validation{Expression: "object.spec.replicas > '1'"}, ""},
+		{"syntax error", admissionregistrationv1.Validation{Expression: "object.spec.replicas <="}, "spec.validations[0].expression: Invalid value: \"object.spec.replicas <=\": compilation failed: ERROR: <input>:1:"},
+		{"undeclared", admissionregistrationv1.Validation{Expression: "params.x == 1"}, "undeclared reference to 'params'"},
+		{"bad message expression", admissionregistrationv1.Validation{Expression: "true", MessageExpression: "'a' +"}, "spec.validations[0].messageExpression"},
+		{"empty", admissionregistrationv1.Validation{}, "spec.validations[0].expression: Required value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := validatePolicy(deploymentPolicy(tc.v))
+			if got := errs.ToAggregate(); (got == nil) != (tc.error == "") || got != nil && !strings.Contains(got.Error(), tc.error) {
+				t.Fatalf("errors %v, want %q", got, tc.error)
+			}
+		})
+	}
+	p := deploymentPolicy()
+	if errs := validatePolicy(p); len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "validations or auditAnnotations must contain at least one item") {
+		t.Errorf("a policy without validations: %v", errs)
+	}
+}
+
+// The type checker's warnings for the conformance test's confused
+// policy: one for the expression, one for the message expression.
+func TestPolicyTypeChecking(t *testing.T) {
+	p := deploymentPolicy(admissionregistrationv1.Validation{Expression: "object.spec.replicas > 1"})
+	if st := policyStatus(p, 1); st.TypeChecking == nil || len(st.TypeChecking.ExpressionWarnings) != 0 || st.ObservedGeneration != 1 {
+		t.Fatalf("a well-typed policy's status: %+v", st)
+	}
+	p = deploymentPolicy(admissionregistrationv1.Validation{Expression: "object.spec.replicas > '1'", MessageExpression: "'wants replicas > 1, got ' + object.spec.replicas"})
+	w := policyStatus(p, 2).TypeChecking.ExpressionWarnings
+	if len(w) != 2 {
+		t.Fatalf("warnings %+v, want 2", w)
+	}
+	if w[0].FieldRef != "spec.validations[0].expression" || !strings.Contains(w[0].Warning, "found no matching overload for '_>_' applied to '(int, string)'") {
+		t.Errorf("first warning %+v", w[0])
+	}
+	if w[1].FieldRef != "spec.validations[0].messageExpression" || !strings.Contains(w[1].Warning, "found no matching overload for '_+_' applied to '(string, int)'") {
+		t.Errorf("second warning %+v", w[1])
+	}
+}
+
+func TestBindingValidation(t *testing.T) {
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "p",
+			ValidationActions: []admissionregistrationv1.ValidationAction{"Deny", "Warn"},
+			ParamRef:          &admissionregistrationv1.ParamRef{Name: "x"}}}
+	got := validateBinding(b).ToAggregate().Error()
+	for _, want := range []string{"must not contain both Deny and Warn", "spec.paramRef.parameterNotFoundAction: Required value"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors %q lack %q", got, want)
+		}
+	}
+}
