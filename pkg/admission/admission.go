@@ -103,3 +103,11 @@ type Mutator interface {
 	// answers quickly, with a zero Result, for what it does not look at.
 	Admit(ctx context.Context, a *Attributes, objects Objects) Result
 }
+
+// KindResolver is what Objects also offers where a plugin names stored
+// objects by kind (a ValidatingAdmissionPolicy's paramKind).
+type KindResolver interface {
+	// ResourceFor returns the served resource of gvk and whether its
+	// objects live in namespaces; ok is false when none serves gvk.
+	ResourceFor(gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced, ok bool)
+}

@@ -25,7 +25,7 @@ func validatingWebhookConfigurations() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"), Kind: "ValidatingWebhookConfiguration",
 		Categories: []string{"api-extensions"},
-		NameRule: apivalidation.NameIsDNSSubdomain,
+		NameRule:   apivalidation.NameIsDNSSubdomain,
 		Default: defaulter(func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			for i := range c.Webhooks {
 				w := &c.Webhooks[i]
