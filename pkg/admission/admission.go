@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // Operation is the kind of write under admission.
@@ -110,4 +111,13 @@ type KindResolver interface {
 	// ResourceFor returns the served resource of gvk and whether its
 	// objects live in namespaces; ok is false when none serves gvk.
 	ResourceFor(gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced, ok bool)
+	// KindFor returns the kind of a served resource.
+	KindFor(gvr schema.GroupVersionResource) (gvk schema.GroupVersionKind, ok bool)
+}
+
+// SchemaResolver is what Objects also offers where a plugin reads the
+// OpenAPI schemas of served kinds (type checking a policy's CEL). A
+// resolved schema has its references inlined.
+type SchemaResolver interface {
+	ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error)
 }

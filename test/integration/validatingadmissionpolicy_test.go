@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -174,6 +175,22 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 	})
 
 	k := newKubectl(t, c)
+	t.Run("type checking a custom resource", func(t *testing.T) {
+		k.ok(t, "apply", "-f", filepath.Join(examplesPath(t), "crd", "widget-crd.yaml"))
+		k.ok(t, "wait", "--for", "condition=established", "--timeout=30s", "crd/widgets.example.com")
+		p := deployments("widgets")
+		p.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}}
+		p.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "object.spec.replicas > '1'"}, {Expression: "object.spec.maxRetries < 10"}}
+		got, err := policies.Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := got.Status.TypeChecking.ExpressionWarnings
+		if len(w) != 2 || !strings.Contains(w[0].Warning, "found no matching overload for '_>_' applied to '(int, string)'") ||
+			w[1].FieldRef != "spec.validations[1].expression" || !strings.Contains(w[1].Warning, "undefined field 'maxRetries'") {
+			t.Errorf("type checking warnings %+v", w)
+		}
+	})
 	for _, tc := range []struct {
 		resource string
 		header   []string

@@ -6,10 +6,8 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -27,8 +25,9 @@ import (
 // binding puts them. A policy whose expressions do not compile is
 // refused; one whose expressions compile but do not type-check against
 // the kinds it matches is stored with the type checker's warnings in
-// status.typeChecking, written with status.observedGeneration whenever
-// the spec changes (Kubernetes' policy controller does it shortly after).
+// status.typeChecking, which the admission plugin writes with
+// status.observedGeneration whenever the spec changes (Kubernetes'
+// policy controller does it shortly after the write).
 func validatingAdmissionPolicies() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"), Kind: "ValidatingAdmissionPolicy",
@@ -44,25 +43,7 @@ func validatingAdmissionPolicies() *registry.Resource {
 		ValidateUpdate: updateValidator(func(p, _ *admissionregistrationv1.ValidatingAdmissionPolicy) field.ErrorList {
 			return validatePolicy(p)
 		}),
-		PrepareForCreate: func(obj runtime.Object) {
-			p := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
-			p.Status = policyStatus(p, 1)
-		},
-		PrepareForUpdate: func(obj, old runtime.Object) {
-			p, prev := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy), old.(*admissionregistrationv1.ValidatingAdmissionPolicy)
-			if !apiequality.Semantic.DeepEqual(p.Spec, prev.Spec) {
-				p.Status = policyStatus(p, prev.Generation+1)
-			}
-		},
 		Printer: policyPrinter,
-	}
-}
-
-// policyStatus is the status of p at generation: its type checking.
-func policyStatus(p *admissionregistrationv1.ValidatingAdmissionPolicy, generation int64) admissionregistrationv1.ValidatingAdmissionPolicyStatus {
-	return admissionregistrationv1.ValidatingAdmissionPolicyStatus{
-		ObservedGeneration: generation,
-		TypeChecking:       &admissionregistrationv1.TypeChecking{ExpressionWarnings: typeCheckPolicy(p)},
 	}
 }
 

@@ -51,26 +51,6 @@ func TestPolicyValidation(t *testing.T) {
 	}
 }
 
-// The type checker's warnings for the conformance test's confused
-// policy: one for the expression, one for the message expression.
-func TestPolicyTypeChecking(t *testing.T) {
-	p := deploymentPolicy(admissionregistrationv1.Validation{Expression: "object.spec.replicas > 1"})
-	if st := policyStatus(p, 1); st.TypeChecking == nil || len(st.TypeChecking.ExpressionWarnings) != 0 || st.ObservedGeneration != 1 {
-		t.Fatalf("a well-typed policy's status: %+v", st)
-	}
-	p = deploymentPolicy(admissionregistrationv1.Validation{Expression: "object.spec.replicas > '1'", MessageExpression: "'wants replicas > 1, got ' + object.spec.replicas"})
-	w := policyStatus(p, 2).TypeChecking.ExpressionWarnings
-	if len(w) != 2 {
-		t.Fatalf("warnings %+v, want 2", w)
-	}
-	if w[0].FieldRef != "spec.validations[0].expression" || !strings.Contains(w[0].Warning, "found no matching overload for '_>_' applied to '(int, string)'") {
-		t.Errorf("first warning %+v", w[0])
-	}
-	if w[1].FieldRef != "spec.validations[0].messageExpression" || !strings.Contains(w[1].Warning, "found no matching overload for '_+_' applied to '(string, int)'") {
-		t.Errorf("second warning %+v", w[1])
-	}
-}
-
 func TestBindingValidation(t *testing.T) {
 	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "p",
