@@ -46,7 +46,9 @@ func TestTypeCheckingStatus(t *testing.T) {
 		pl.Admit(context.Background(), a, s)
 		return p
 	}
-	p := policy("p", func(s *admissionregistrationv1.ValidatingAdmissionPolicySpec) { s.Validations[0].Expression = "object.spec.replicas > 1" })
+	p := policy("p", func(s *admissionregistrationv1.ValidatingAdmissionPolicySpec) {
+		s.Validations[0].Expression = "object.spec.replicas > 1"
+	})
 	p.Generation = 1
 	if st := write(p, nil).Status; st.TypeChecking == nil || len(st.TypeChecking.ExpressionWarnings) != 0 || st.ObservedGeneration != 1 {
 		t.Fatalf("a well-typed policy's status: %+v", st)
