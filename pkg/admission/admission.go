@@ -47,7 +47,10 @@ type Attributes struct {
 	// any other.
 	DryRun bool
 	// UserName is the authenticated user; "" for in-process writes.
-	UserName string
+	// UserUID and UserGroups are the rest of what authentication said.
+	UserName   string
+	UserUID    string
+	UserGroups []string
 }
 
 // Objects reads stored objects for a plugin.

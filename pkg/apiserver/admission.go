@@ -76,7 +76,7 @@ func (s *Server) runAdmission(ctx context.Context, res *registry.Resource, sub s
 		a.Operation = admission.Create
 	}
 	if u, ok := authn.UserFrom(ctx); ok {
-		a.UserName = u.Name
+		a.UserName, a.UserUID, a.UserGroups = u.Name, u.UID, u.Groups
 	}
 	for _, p := range s.cfg.Admission {
 		r := phase(p, ctx, a, storedObjects{s})

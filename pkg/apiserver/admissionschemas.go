@@ -9,16 +9,20 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"github.com/minik8s/minik8s/pkg/admission"
+	"github.com/minik8s/minik8s/pkg/apiserver/authz"
 	"github.com/minik8s/minik8s/pkg/apiserver/openapi"
 )
 
-// The schemas admission reads (the ValidatingAdmissionPolicy type
+// What admission reads beyond objects: the schemas (the ValidatingAdmissionPolicy type
 // checker): those of the built-in kinds, as /openapi/v2 publishes them,
 // and those of custom resources, built from their definitions by
-// apiextensions-apiserver's builder, references inlined.
+// apiextensions-apiserver's builder, references inlined; the kinds of
+// resources; the server's authorizer.
 
 // builtinSchemas holds the definitions of the built-in kinds, built on
 // first use.
@@ -101,3 +105,32 @@ func (o storedObjects) KindFor(gvr schema.GroupVersionResource) (schema.GroupVer
 	}
 	return res.GroupVersionKind(), true
 }
+
+// Authorize answers the authorization checks of admission (the
+// authorizer of a policy's CEL) with the server's authorizer
+// (k8s.io/apiserver's authorizer.UnconditionalAuthorizer).
+func (o storedObjects) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if o.s.cfg.Authorizer == nil {
+		return authorizer.DecisionAllow, "", nil
+	}
+	u := authz.User{}
+	if info := a.GetUser(); info != nil {
+		u = authz.User{Name: info.GetName(), UID: info.GetUID(), Groups: info.GetGroups()}
+	}
+	d, reason, err := o.s.cfg.Authorizer.Authorize(ctx, authz.Attributes{User: u, Verb: a.GetVerb(), IsResource: a.IsResourceRequest(),
+		APIGroup: a.GetAPIGroup(), APIVersion: a.GetAPIVersion(), Namespace: a.GetNamespace(), Resource: a.GetResource(),
+		Subresource: a.GetSubresource(), Name: a.GetName(), Path: a.GetPath()})
+	switch d {
+	case authz.Allow:
+		return authorizer.DecisionAllow, reason, err
+	case authz.Deny:
+		return authorizer.DecisionDeny, reason, err
+	}
+	return authorizer.DecisionNoOpinion, reason, err
+}
+
+var (
+	_ admission.KindResolver             = storedObjects{}
+	_ admission.SchemaResolver           = storedObjects{}
+	_ authorizer.UnconditionalAuthorizer = storedObjects{}
+)

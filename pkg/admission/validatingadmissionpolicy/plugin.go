@@ -15,7 +15,8 @@
 // "ValidatingAdmissionPolicy 'p' with binding 'b' denied request: ...";
 // Warn adds a Warning header; Audit adds the
 // validation.policy.admission.k8s.io/validation_failure audit
-// annotation. Errors (evaluation, missing params) follow the policy's
+// annotation. The authorizer variable asks the apiserver's authorizer.
+// Errors (evaluation, missing params) follow the policy's
 // failurePolicy. Writes of admissionregistration.k8s.io objects are not
 // checked, as in Kubernetes.
 package validatingadmissionpolicy
@@ -37,9 +38,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
+	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/minik8s/minik8s/pkg/admission"
 )
@@ -152,6 +155,7 @@ type evaluation struct {
 	req       request
 	namespace *corev1.Namespace
 	attrs     *k8sadmission.VersionedAttributes
+	authz     authorizer.UnconditionalAuthorizer
 	result    admission.Result
 	denied    []denial
 	failures  []validationFailure
@@ -202,10 +206,23 @@ func (e *evaluation) prepare() error {
 		return apierrors.NewInternalError(err)
 	}
 	record := k8sadmission.NewAttributesRecord(object, oldObject, a.Kind, a.Namespace, a.Name, a.Resource, a.Subresource,
-		k8sadmission.Operation(a.Operation), nil, a.DryRun, &user.DefaultInfo{Name: a.UserName})
+		k8sadmission.Operation(a.Operation), nil, a.DryRun, &user.DefaultInfo{Name: a.UserName, UID: a.UserUID, Groups: a.UserGroups})
 	e.attrs = &k8sadmission.VersionedAttributes{Attributes: record, VersionedKind: a.Kind,
 		VersionedObject: k8sadmission.NewLazyObject(object), VersionedOldObject: k8sadmission.NewLazyObject(oldObject)}
 	return nil
+}
+
+// authorizer is what a policy's authorizer variable asks: the server's
+// authorizer when objects offers it, each answer asked once per write.
+func (e *evaluation) authorizer() authorizer.UnconditionalAuthorizer {
+	if e.authz == nil {
+		az, ok := e.objects.(authorizer.UnconditionalAuthorizer)
+		if !ok {
+			return nil
+		}
+		e.authz = admissionauthorizer.NewCachingAuthorizer(az)
+	}
+	return e.authz
 }
 
 // toUnstructured is obj as CEL sees it; nil stays nil.
@@ -248,7 +265,7 @@ func (e *evaluation) evaluate(p *admissionregistrationv1.ValidatingAdmissionPoli
 		if param != nil {
 			versionedParams = param
 		}
-		r := v.Validate(e.ctx, e.req.Resource, e.attrs, versionedParams, e.namespace, celconfig.RuntimeCELCostBudget, nil)
+		r := v.Validate(e.ctx, e.req.Resource, e.attrs, versionedParams, e.namespace, celconfig.RuntimeCELCostBudget, e.authorizer())
 		for i, d := range r.Decisions {
 			if d.Action != validating.ActionDeny {
 				continue

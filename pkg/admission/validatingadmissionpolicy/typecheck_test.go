@@ -2,12 +2,17 @@ package validatingadmissionpolicy
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -74,5 +79,36 @@ func TestTypeCheckingStatus(t *testing.T) {
 	relabelled.Status.ObservedGeneration = 7
 	if got := write(relabelled, confused).Status; got.ObservedGeneration != 7 {
 		t.Errorf("a metadata write recomputed the status: %+v", got)
+	}
+}
+
+// Authorize lets alice delete, and nobody anything else.
+func (s *store) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.GetUser().GetName() == "alice" && a.GetVerb() == "delete" && slices.Contains(a.GetUser().GetGroups(), "devs") {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+// The authorizer variable asks the server's authorizer about the
+// requesting user.
+func TestAuthorizerVariable(t *testing.T) {
+	p := policy("p", func(s *admissionregistrationv1.ValidatingAdmissionPolicySpec) {
+		s.Validations = []admissionregistrationv1.Validation{{
+			Expression: "authorizer.group('apps').resource('deployments').namespace(request.namespace).check('delete').allowed()",
+			Message:    "only those who may delete deployments may create them"}}
+	})
+	s := &store{objects: map[schema.GroupVersionResource][]runtime.Object{
+		namespacesGVR: {&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}},
+		policiesGVR:   {p}, bindingsGVR: {binding("p", nil)},
+	}}
+	a := attrs(deployment("test", 1, nil), "")
+	a.UserGroups = []string{"devs"}
+	if r := New().Validate(context.Background(), a, s); r.Err != nil {
+		t.Errorf("alice of devs: %v", r.Err)
+	}
+	a.UserName = "bob"
+	if r := New().Validate(context.Background(), a, s); r.Err == nil || !strings.Contains(r.Err.Error(), "only those who may delete") {
+		t.Errorf("bob: %v", r.Err)
 	}
 }
