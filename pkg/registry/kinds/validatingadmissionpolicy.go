@@ -136,14 +136,12 @@ func validatePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) field.
 	keys := sets.New[string]()
 	for i, a := range p.Spec.AuditAnnotations {
 		path := spec.Child("auditAnnotations").Index(i)
-		if a.Key == "" {
-			errs = append(errs, field.Required(path.Child("key"), ""))
-		} else if keys.Has(a.Key) {
-			errs = append(errs, field.Duplicate(path.Child("key"), a.Key))
-		} else if msgs := utilvalidation.IsQualifiedName(p.Name + "/" + a.Key); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(path.Child("key"), a.Key, strings.Join(msgs, ", ")))
-		}
-		keys.Insert(a.Key)
+		errs = append(errs, uniqueName(a.Key, keys, path.Child("key"), func(key string, path *field.Path) field.ErrorList {
+			if msgs := utilvalidation.IsQualifiedName(p.Name + "/" + key); len(msgs) > 0 {
+				return field.ErrorList{field.Invalid(path, key, strings.Join(msgs, ", "))}
+			}
+			return nil
+		})...)
 		if strings.TrimSpace(a.ValueExpression) == "" {
 			errs = append(errs, field.Required(path.Child("valueExpression"), ""))
 		}
@@ -177,20 +175,25 @@ func validateMatchConditions(conds []admissionregistrationv1.MatchCondition, pat
 	}
 	for i, c := range conds {
 		p := path.Index(i)
-		switch {
-		case c.Name == "":
-			errs = append(errs, field.Required(p.Child("name"), ""))
-		case names.Has(c.Name):
-			errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
-		default:
-			errs = append(errs, validation.QualifiedName(c.Name, p.Child("name"))...)
-		}
-		names.Insert(c.Name)
+		errs = append(errs, uniqueName(c.Name, names, p.Child("name"), validation.QualifiedName)...)
 		if strings.TrimSpace(c.Expression) == "" {
 			errs = append(errs, field.Required(p.Child("expression"), ""))
 		}
 	}
 	return errs
+}
+
+// uniqueName checks one of a list's names: given, not given before in
+// the list (seen, which it adds the name to), and well formed by check.
+func uniqueName(name string, seen sets.Set[string], path *field.Path, check func(string, *field.Path) field.ErrorList) field.ErrorList {
+	defer seen.Insert(name)
+	switch {
+	case name == "":
+		return field.ErrorList{field.Required(path, "")}
+	case seen.Has(name):
+		return field.ErrorList{field.Duplicate(path, name)}
+	}
+	return check(name, path)
 }
 
 // validateMatchResources checks a policy's matchConstraints

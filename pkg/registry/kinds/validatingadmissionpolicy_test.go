@@ -63,3 +63,26 @@ func TestBindingValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestWebhookConfigurationValidation(t *testing.T) {
+	none := admissionregistrationv1.SideEffectClassNone
+	hook := func(name string) admissionregistrationv1.ValidatingWebhook {
+		return admissionregistrationv1.ValidatingWebhook{Name: name, SideEffects: &none,
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "svc"}}}
+	}
+	res := validatingWebhookConfigurations()
+	c := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "c"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{hook("a.example.com"), hook("a.example.com"), hook("short.name"), hook("")}}
+	c.Webhooks[3].SideEffects = nil
+	res.ApplyDefaults(c)
+	if w := c.Webhooks[0]; *w.FailurePolicy != admissionregistrationv1.Fail || *w.TimeoutSeconds != 30 || *w.ClientConfig.Service.Port != 443 || w.AdmissionReviewVersions[0] != "v1" {
+		t.Errorf("defaults %+v", w)
+	}
+	got := res.Validate(c).ToAggregate().Error()
+	for _, want := range []string{"webhooks[1].name: Duplicate value", "webhooks[2].name: Invalid value: \"short.name\": should be a domain with at least three segments",
+		"webhooks[3].name: Required value", "webhooks[3].sideEffects: Unsupported value: \"Unknown\""} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors %q lack %q", got, want)
+		}
+	}
+}

@@ -94,6 +94,19 @@ func defaultWebhook(w webhook) {
 	}
 }
 
+// webhookName checks a webhook's name: a DNS subdomain of three
+// segments or more.
+func webhookName(name string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range apivalidation.NameIsDNSSubdomain(name, false) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	if len(strings.Split(name, ".")) < 3 {
+		errs = append(errs, field.Invalid(path, name, "should be a domain with at least three segments separated by dots"))
+	}
+	return errs
+}
+
 var sideEffectClasses = []admissionregistrationv1.SideEffectClass{admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.SideEffectClassNoneOnDryRun}
 
 // validateWebhooks checks a configuration's webhooks as Kubernetes'
@@ -104,20 +117,7 @@ func validateWebhooks(hooks []webhook) field.ErrorList {
 	names := sets.New[string]()
 	for i, w := range hooks {
 		path := field.NewPath("webhooks").Index(i)
-		switch {
-		case w.name == "":
-			errs = append(errs, field.Required(path.Child("name"), ""))
-		case names.Has(w.name):
-			errs = append(errs, field.Duplicate(path.Child("name"), w.name))
-		default:
-			for _, msg := range apivalidation.NameIsDNSSubdomain(w.name, false) {
-				errs = append(errs, field.Invalid(path.Child("name"), w.name, msg))
-			}
-			if len(strings.Split(w.name, ".")) < 3 {
-				errs = append(errs, field.Invalid(path.Child("name"), w.name, "should be a domain with at least three segments separated by dots"))
-			}
-		}
-		names.Insert(w.name)
+		errs = append(errs, uniqueName(w.name, names, path.Child("name"), webhookName)...)
 		cc := path.Child("clientConfig")
 		switch {
 		case w.clientConfig.URL != nil && w.clientConfig.Service != nil:
