@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // Operation is the kind of write under admission.
@@ -46,7 +47,10 @@ type Attributes struct {
 	// any other.
 	DryRun bool
 	// UserName is the authenticated user; "" for in-process writes.
-	UserName string
+	// UserUID and UserGroups are the rest of what authentication said.
+	UserName   string
+	UserUID    string
+	UserGroups []string
 }
 
 // Objects reads stored objects for a plugin.
@@ -102,4 +106,21 @@ type Mutator interface {
 	// Admit may change a.Object, or refuse the write. Like Validate, it
 	// answers quickly, with a zero Result, for what it does not look at.
 	Admit(ctx context.Context, a *Attributes, objects Objects) Result
+}
+
+// KindResolver is what Objects also offers where a plugin names stored
+// objects by kind (a ValidatingAdmissionPolicy's paramKind).
+type KindResolver interface {
+	// ResourceFor returns the served resource of gvk and whether its
+	// objects live in namespaces; ok is false when none serves gvk.
+	ResourceFor(gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced, ok bool)
+	// KindFor returns the kind of a served resource.
+	KindFor(gvr schema.GroupVersionResource) (gvk schema.GroupVersionKind, ok bool)
+}
+
+// SchemaResolver is what Objects also offers where a plugin reads the
+// OpenAPI schemas of served kinds (type checking a policy's CEL). A
+// resolved schema has its references inlined.
+type SchemaResolver interface {
+	ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error)
 }

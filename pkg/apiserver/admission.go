@@ -17,6 +17,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/admission/limitranger"
 	"github.com/minik8s/minik8s/pkg/admission/podsecurity"
 	"github.com/minik8s/minik8s/pkg/admission/resourcequota"
+	"github.com/minik8s/minik8s/pkg/admission/validatingadmissionpolicy"
 	"github.com/minik8s/minik8s/pkg/apiserver/audit"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/registry"
@@ -24,10 +25,11 @@ import (
 
 // DefaultAdmission is the admission an apiserver runs unless its Config
 // says otherwise: kube-apiserver's default-enabled plugins that minik8s
-// has, in order (LimitRanger mutates and validates, ResourceQuota, last
+// has, in order (LimitRanger mutates and validates, then PodSecurity,
+// ValidatingAdmissionPolicy, and ResourceQuota, last
 // as in kube-apiserver, charges what the others let through).
 func DefaultAdmission() []admission.Plugin {
-	return []admission.Plugin{limitranger.New(), podsecurity.New(), resourcequota.New()}
+	return []admission.Plugin{limitranger.New(), podsecurity.New(), validatingadmissionpolicy.New(), resourcequota.New()}
 }
 
 // validateAdmission runs the validating admission plugins on a create
@@ -74,7 +76,7 @@ func (s *Server) runAdmission(ctx context.Context, res *registry.Resource, sub s
 		a.Operation = admission.Create
 	}
 	if u, ok := authn.UserFrom(ctx); ok {
-		a.UserName = u.Name
+		a.UserName, a.UserUID, a.UserGroups = u.Name, u.UID, u.Groups
 	}
 	for _, p := range s.cfg.Admission {
 		r := phase(p, ctx, a, storedObjects{s})
@@ -113,6 +115,15 @@ func (o storedObjects) List(ctx context.Context, gvr schema.GroupVersionResource
 		return nil, err
 	}
 	return lr.items, nil
+}
+
+// ResourceFor resolves a kind to its served resource (admission.KindResolver).
+func (o storedObjects) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, bool) {
+	res, ok := o.s.table.ForKind(gvk)
+	if !ok {
+		return schema.GroupVersionResource{}, false, false
+	}
+	return res.GroupVersionResource, res.Namespaced, true
 }
 
 // UpdateStatus writes obj's status on the condition of its

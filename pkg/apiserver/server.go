@@ -107,6 +107,8 @@ type Server struct {
 	// and the custom resources' documents.
 	openapi       atomic.Pointer[http.Handler]
 	oapiResources []openapi.Resource
+	// schemas resolves kinds' schemas for admission (admissionschemas.go).
+	schemas builtinSchemas
 	// crdSync serializes the custom resources' syncs, and guards
 	// oapiFingerprint, what the custom part of openapi was built from.
 	crdSync         sync.Mutex

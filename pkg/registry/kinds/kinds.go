@@ -24,6 +24,7 @@ func Builtin() []*registry.Resource {
 		clusterTrustBundles(), serviceCIDRs(), ipAddresses(), flowSchemas(), priorityLevelConfigurations(),
 		storageVersionMigrations(), customResourceDefinitions(), podDisruptionBudgets(), resourceQuotas(), limitRanges(),
 		eventsAPIEvents(), deviceClasses(), deviceTaintRules(), resourceClaims(), resourceClaimTemplates(), resourceSlices(),
+		validatingAdmissionPolicies(), validatingAdmissionPolicyBindings(), validatingWebhookConfigurations(), mutatingWebhookConfigurations(),
 	}
 }
 
