@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/printers"
 )
 
 // DeviceClasses (resource.k8s.io/v1): kinds of devices a claim may ask
@@ -13,6 +14,7 @@ import (
 func deviceClasses() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: resourcev1.SchemeGroupVersion.WithResource("deviceclasses"), Kind: "DeviceClass",
+		Printer:  printers.Default, // as Kubernetes' default table: the name and when it was created
 		NameRule: apivalidation.NameIsDNSSubdomain,
 		Validate: validator(func(c *resourcev1.DeviceClass) field.ErrorList {
 			return validateDeviceSelectors(c.Spec.Selectors, field.NewPath("spec", "selectors"))

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/printers"
 )
 
 // DeviceTaintRules (resource.k8s.io/v1): taints put on the devices a
@@ -15,6 +16,7 @@ import (
 func deviceTaintRules() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: resourcev1.SchemeGroupVersion.WithResource("devicetaintrules"), Kind: "DeviceTaintRule",
+		Printer:  printers.Default, // as Kubernetes' default table: the name and when it was created
 		NameRule: apivalidation.NameIsDNSSubdomain, Status: true,
 		Validate: validator(func(r *resourcev1.DeviceTaintRule) field.ErrorList {
 			var allErrs field.ErrorList

@@ -1,11 +1,16 @@
 package kinds
 
 import (
+	"strings"
+	"time"
+
 	resourcev1 "k8s.io/api/resource/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/printers"
 	"github.com/minik8s/minik8s/pkg/registry/validation"
 )
 
@@ -14,7 +19,7 @@ import (
 func resourceClaims() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: resourcev1.SchemeGroupVersion.WithResource("resourceclaims"), Kind: "ResourceClaim",
-		Namespaced: true, NameRule: apivalidation.NameIsDNSSubdomain, Status: true,
+		Namespaced: true, NameRule: apivalidation.NameIsDNSSubdomain, Status: true, Printer: resourceClaimPrinter,
 		Validate: validator(func(c *resourcev1.ResourceClaim) field.ErrorList {
 			return validateClaimSpec(&c.Spec, field.NewPath("spec"))
 		}),
@@ -48,3 +53,28 @@ func validateClaimSpec(spec *resourcev1.ResourceClaimSpec, path *field.Path) fie
 	}
 	return allErrs
 }
+
+// resourceClaimPrinter shows kubectl's columns: whether the claim is
+// allocated and reserved for a pod.
+var resourceClaimPrinter = printers.Typed(
+	[]metav1.TableColumnDefinition{
+		printers.NameColumn(),
+		printers.Column("State", "string", "Whether the claim is allocated and reserved for a consumer."),
+		printers.AgeColumn(),
+	},
+	func(c *resourcev1.ResourceClaim, now time.Time) []interface{} {
+		var state []string
+		if c.DeletionTimestamp != nil {
+			state = append(state, "deleted")
+		}
+		if c.Status.Allocation != nil {
+			state = append(state, "allocated")
+		} else {
+			state = append(state, "pending")
+		}
+		if len(c.Status.ReservedFor) > 0 {
+			state = append(state, "reserved")
+		}
+		return []interface{}{c.Name, strings.Join(state, ","), printers.Age(c.CreationTimestamp, now)}
+	},
+)

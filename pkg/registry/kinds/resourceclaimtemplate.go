@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/printers"
 	"github.com/minik8s/minik8s/pkg/registry/validation"
 )
 
@@ -15,6 +16,7 @@ func resourceClaimTemplates() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: resourcev1.SchemeGroupVersion.WithResource("resourceclaimtemplates"), Kind: "ResourceClaimTemplate",
 		Namespaced: true, NameRule: apivalidation.NameIsDNSSubdomain,
+		Printer: printers.Default, // as Kubernetes' default table: the name and when it was created
 		Validate: validator(func(t *resourcev1.ResourceClaimTemplate) field.ErrorList {
 			return validateClaimSpec(&t.Spec.Spec, field.NewPath("spec", "spec"))
 		}),

@@ -1,14 +1,18 @@
 package kinds
 
 import (
+	"time"
+
 	resourcev1 "k8s.io/api/resource/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/registry"
+	"github.com/minik8s/minik8s/pkg/registry/printers"
 )
 
 // ResourceSlices (resource.k8s.io/v1): the devices a driver publishes
@@ -16,7 +20,7 @@ import (
 func resourceSlices() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: resourcev1.SchemeGroupVersion.WithResource("resourceslices"), Kind: "ResourceSlice",
-		NameRule: apivalidation.NameIsDNSSubdomain,
+		NameRule: apivalidation.NameIsDNSSubdomain, Printer: resourceSlicePrinter,
 		Validate: validator(func(s *resourcev1.ResourceSlice) field.ErrorList {
 			var allErrs field.ErrorList
 			spec := field.NewPath("spec")
@@ -46,3 +50,18 @@ func resourceSlices() *registry.Resource {
 		},
 	}
 }
+
+// resourceSlicePrinter shows kubectl's columns: where the devices are and
+// whose they are.
+var resourceSlicePrinter = printers.Typed(
+	[]metav1.TableColumnDefinition{
+		printers.NameColumn(),
+		printers.Column("Node", "string", resourcev1.ResourceSliceSpec{}.SwaggerDoc()["nodeName"]),
+		printers.Column("Driver", "string", resourcev1.ResourceSliceSpec{}.SwaggerDoc()["driver"]),
+		printers.Column("Pool", "string", resourcev1.ResourcePool{}.SwaggerDoc()["name"]),
+		printers.AgeColumn(),
+	},
+	func(s *resourcev1.ResourceSlice, now time.Time) []interface{} {
+		return []interface{}{s.Name, ptr.Deref(s.Spec.NodeName, ""), s.Spec.Driver, s.Spec.Pool.Name, printers.Age(s.CreationTimestamp, now)}
+	},
+)
