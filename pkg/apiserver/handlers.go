@@ -295,6 +295,13 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 		return err
 	}
 	pt := types.PatchType(mediaTypeOf(r.Header.Get("Content-Type")))
+	opts, err := patchOptionsFrom(r, pt)
+	if err != nil {
+		return err
+	}
+	if pt == types.ApplyYAMLPatchType {
+		return s.serveApply(w, r, res, info, sub, out, wo, opts, patch)
+	}
 	var warnings []string
 	obj, err := s.update(r.Context(), res, info.Namespace, info.Name, sub, func(current runtime.Object) (runtime.Object, error) {
 		// The patch is applied to the object without its resourceVersion:
@@ -461,14 +468,26 @@ func tableOptionsFrom(r *http.Request) tableOptions {
 }
 
 func writeOptionsFrom(r *http.Request) (writeOptions, error) {
-	var wo writeOptions
+	wo := writeOptions{fieldManager: fieldManagerOf(r), trackFields: true}
 	for _, v := range r.URL.Query()["dryRun"] {
 		if v != metav1.DryRunAll {
 			return wo, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q, the only supported value is %q", v, metav1.DryRunAll))
 		}
 		wo.dryRun = true
 	}
+	if errs := metav1validation.ValidateFieldManager(r.URL.Query().Get("fieldManager"), field.NewPath("fieldManager")); len(errs) > 0 {
+		return wo, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: writeOptionsKind[r.Method]}, "", errs)
+	}
 	return wo, nil
+}
+
+// writeOptionsKind names the options of a write by its method, as
+// Kubernetes' errors about them do.
+var writeOptionsKind = map[string]string{
+	http.MethodPost:   "CreateOptions",
+	http.MethodPut:    "UpdateOptions",
+	http.MethodPatch:  "PatchOptions",
+	http.MethodDelete: "DeleteOptions",
 }
 
 // deleteOptionsFrom reads DeleteOptions from the body (kubectl, client-go)

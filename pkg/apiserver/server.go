@@ -23,6 +23,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/minik8s/minik8s/pkg/admission"
@@ -107,6 +108,10 @@ type Server struct {
 	// and the custom resources' documents.
 	openapi       atomic.Pointer[http.Handler]
 	oapiResources []openapi.Resource
+	// fieldTypes is the built-in kinds' schema for managedFields and
+	// server-side apply (fieldmanager.go), built from oapiResources on
+	// first use.
+	fieldTypes func() (managedfields.TypeConverter, error)
 	// crdSync serializes the custom resources' syncs, and guards
 	// oapiFingerprint, what the custom part of openapi was built from.
 	crdSync         sync.Mutex
@@ -226,11 +231,18 @@ func New(cfg Config) (*Server, error) {
 		hooks:         hooks,
 		codecs:        serializer.NewCodecFactory(scheme),
 		oapiResources: oapiResources,
-		metrics:       newMetrics(),
-		kubelet:       newKubeletClient(cfg.KubeletClientCert),
-		proxy:         newProxyTransport(),
-		log:           cfg.Logger,
-		now:           cfg.Now,
+		fieldTypes: sync.OnceValues(func() (managedfields.TypeConverter, error) {
+			defs, err := openapi.Definitions(oapiResources)
+			if err != nil {
+				return nil, err
+			}
+			return managedfields.NewTypeConverter(defs, false)
+		}),
+		metrics: newMetrics(),
+		kubelet: newKubeletClient(cfg.KubeletClientCert),
+		proxy:   newProxyTransport(),
+		log:     cfg.Logger,
+		now:     cfg.Now,
 	}
 	s.discovery.Store(s.newDiscovery())
 	s.openapi.Store(&oapi)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -22,10 +23,12 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/jsonpath"
 
@@ -98,6 +101,7 @@ func resource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.
 		},
 		Printer:     printer(v.AdditionalPrinterColumns),
 		FieldLabels: ver.fieldLabels,
+		FieldTypes:  fieldTypes(crd, v.Name),
 	}
 	if crd.DeletionTimestamp != nil {
 		r.RefuseCreate = "create not allowed while custom resource definition is terminating"
@@ -109,6 +113,20 @@ func resource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.
 		}
 	}
 	return r, nil
+}
+
+// fieldTypes is the schema server-side apply merges a version's objects
+// with: the version's OpenAPI, as kube-apiserver builds it, so lists
+// marked x-kubernetes-list-type=map merge by their keys. It is built on
+// first use, as the definitions are synced far more often than applied to.
+func fieldTypes(crd *apiextensionsv1.CustomResourceDefinition, version string) func() (managedfields.TypeConverter, error) {
+	return sync.OnceValues(func() (managedfields.TypeConverter, error) {
+		doc, err := builder.BuildOpenAPIV3(crd, version, builder.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return managedfields.NewTypeConverter(doc.Components.Schemas, crd.Spec.PreserveUnknownFields)
+	})
 }
 
 func newVersion(v *apiextensionsv1.CustomResourceDefinitionVersion) (*version, error) {

@@ -1,0 +1,164 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// managers lists an object's managedFields as "manager/operation/subresource".
+func managers(t *testing.T, body string) []string {
+	t.Helper()
+	var obj struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(body), &obj); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	var out []string
+	for _, e := range obj.Metadata.ManagedFields {
+		if e.Time == nil || e.FieldsType != "FieldsV1" || e.FieldsV1 == nil {
+			t.Errorf("entry without time or fields: %+v", e)
+		}
+		out = append(out, e.Manager+"/"+string(e.Operation)+"/"+e.Subresource)
+	}
+	return out
+}
+
+func applyRequest(t *testing.T, url, yaml string) (*http.Response, string) {
+	t.Helper()
+	return do(t, "PATCH", url, "application/apply-patch+yaml", yaml)
+}
+
+// Server-side apply creates, merges, conflicts and forces; plain writes
+// record Update entries; /status keeps the main resource's entries.
+func TestServerSideApply(t *testing.T) {
+	store := newFakeStore()
+	s, srv := serveFake(t, store, func(cfg *Config) { cfg.Admission = nil })
+	store.put(t, s, "namespaces", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	cm := srv.URL + "/api/v1/namespaces/default/configmaps/cm"
+
+	// A field manager is required.
+	resp, body := applyRequest(t, cm, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
+	if resp.StatusCode != 422 || !strings.Contains(body, `PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch`) {
+		t.Fatalf("apply without a manager: %d %s", resp.StatusCode, body)
+	}
+	// Only an apply may force.
+	resp, body = do(t, "PATCH", cm+"?force=true", "application/merge-patch+json", `{}`)
+	if resp.StatusCode != 422 || !strings.Contains(body, "force: Forbidden: may not be specified for non-apply patch") {
+		t.Fatalf("forced merge patch: %d %s", resp.StatusCode, body)
+	}
+
+	// Apply on a missing object creates it.
+	resp, body = applyRequest(t, cm+"?fieldManager=alice", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: '1'}\n")
+	if resp.StatusCode != 201 {
+		t.Fatalf("apply create: %d %s", resp.StatusCode, body)
+	}
+	if got := managers(t, body); len(got) != 1 || got[0] != "alice/Apply/" {
+		t.Errorf("managers after create: %v", got)
+	}
+	var created corev1.ConfigMap
+	_ = json.Unmarshal([]byte(body), &created)
+
+	// The same apply again is no write.
+	resp, body = applyRequest(t, cm+"?fieldManager=alice", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: '1'}\n")
+	var again corev1.ConfigMap
+	_ = json.Unmarshal([]byte(body), &again)
+	if resp.StatusCode != 200 || again.ResourceVersion != created.ResourceVersion {
+		t.Errorf("apply again: %d, resourceVersion %s then %s", resp.StatusCode, created.ResourceVersion, again.ResourceVersion)
+	}
+
+	// Another manager setting the same field conflicts, naming it.
+	resp, body = applyRequest(t, cm+"?fieldManager=bob", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: '2', b: '2'}\n")
+	if resp.StatusCode != 409 || !strings.Contains(body, `conflict with \"alice\"`) || !strings.Contains(body, ".data.a") ||
+		!strings.Contains(body, `"reason":"Conflict"`) || !strings.Contains(body, `"reason":"FieldManagerConflict"`) {
+		t.Fatalf("conflicting apply: %d %s", resp.StatusCode, body)
+	}
+	// Forced, it takes the field over.
+	resp, body = applyRequest(t, cm+"?fieldManager=bob&force=true", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: '2', b: '2'}\n")
+	if resp.StatusCode != 200 || !strings.Contains(body, `"data":{"a":"2","b":"2"}`) {
+		t.Fatalf("forced apply: %d %s", resp.StatusCode, body)
+	}
+	if got := managers(t, body); len(got) != 1 || got[0] != "bob/Apply/" {
+		// alice owned only data.a, which bob took.
+		t.Errorf("managers after the forced apply: %v", got)
+	}
+
+	// A plain update records an Update entry, its manager from the User-Agent.
+	req, _ := http.NewRequest("PATCH", cm, strings.NewReader(`{"data":{"c":"3"}}`))
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	req.Header.Set("User-Agent", "kubectl/v1.35.0 (linux/amd64) kubernetes/abc")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	_, body = do(t, "GET", cm, "", "")
+	if got := managers(t, body); len(got) != 2 || got[0] != "bob/Apply/" || got[1] != "kubectl/Update/" {
+		t.Errorf("managers after an update: %v", got)
+	}
+
+	// A create records an Update entry; /status adds its own and keeps
+	// the main resource's.
+	deployments := srv.URL + "/apis/apps/v1/namespaces/default/deployments"
+	resp, body = do(t, "POST", deployments+"?fieldManager=creator", "application/json", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},
+		"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`)
+	if resp.StatusCode != 201 {
+		t.Fatalf("deployment: %d %s", resp.StatusCode, body)
+	}
+	if got := managers(t, body); len(got) != 1 || got[0] != "creator/Update/" {
+		t.Errorf("managers after create: %v", got)
+	}
+	resp, body = do(t, "PATCH", deployments+"/d/status?fieldManager=controller", "application/merge-patch+json", `{"status":{"replicas":1}}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status: %d %s", resp.StatusCode, body)
+	}
+	if got := managers(t, body); len(got) != 2 || got[0] != "controller/Update/status" || got[1] != "creator/Update/" {
+		t.Errorf("managers after a status update: %v", got)
+	}
+
+	// Containers merge by name: each manager keeps its own.
+	resp, body = applyRequest(t, deployments+"/d?fieldManager=creator&force=true", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  selector: {matchLabels: {a: b}}
+  template:
+    metadata: {labels: {a: b}}
+    spec:
+      containers: [{name: a, image: busybox}]
+`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("apply a: %d %s", resp.StatusCode, body)
+	}
+	resp, body = applyRequest(t, deployments+"/d?fieldManager=other", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  template:
+    spec:
+      containers: [{name: b, image: nginx}]
+`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("apply b: %d %s", resp.StatusCode, body)
+	}
+	var d appsv1.Deployment
+	_ = json.Unmarshal([]byte(body), &d)
+	var names []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	// Container c stays: the creator's create (an Update) owns it, not
+	// its apply.
+	if strings.Join(names, ",") != "c,a,b" {
+		t.Errorf("containers %v", names)
+	}
+	if d.Status.Replicas != 1 {
+		t.Errorf("status lost: %+v", d.Status)
+	}
+}
