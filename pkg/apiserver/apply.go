@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -40,7 +41,13 @@ func patchOptionsFrom(r *http.Request, pt types.PatchType) (*metav1.PatchOptions
 // an object that does not exist creates it (201).
 func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, sub subresource, out output, wo writeOptions, opts *metav1.PatchOptions, patch []byte) error {
 	applied := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(patch, &applied.Object); err != nil {
+	js, err := yaml.YAMLToJSON(patch)
+	if err == nil {
+		// utiljson keeps integers int64, as every unstructured object has
+		// them, where encoding/json makes them float64.
+		err = utiljson.Unmarshal(js, &applied.Object)
+	}
+	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}
 	if applied.Object == nil {

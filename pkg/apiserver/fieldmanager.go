@@ -75,19 +75,31 @@ func resetFields(res *registry.Resource, sub subresource) map[fieldpath.APIVersi
 }
 
 // oneVersionKind is the creater, defaulter and converter the field
-// manager needs for a resource's kind. The resource serves one version,
-// which is also its storage version, so converting is only turning the
-// unstructured result of a merge back into the Go type.
+// manager needs for a resource's kind. A built-in resource serves one
+// version, which is also its storage version, so converting is only
+// turning the unstructured result of a merge back into the Go type; the
+// versions of a custom resource differ in their apiVersion alone (the
+// "None" conversion).
 type oneVersionKind struct{ res *registry.Resource }
 
 func (k oneVersionKind) New(schema.GroupVersionKind) (runtime.Object, error) { return k.res.New(), nil }
 
 func (k oneVersionKind) Default(obj runtime.Object) { k.res.ApplyDefaults(obj) }
 
-func (k oneVersionKind) ConvertToVersion(in runtime.Object, _ runtime.GroupVersioner) (runtime.Object, error) {
+func (k oneVersionKind) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
 	u, ok := in.(runtime.Unstructured)
-	if !ok || k.res.NewObject != nil {
+	if !ok {
 		return in, nil
+	}
+	if k.res.NewObject != nil {
+		from := in.GetObjectKind().GroupVersionKind()
+		to, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{from})
+		if !ok || to == from {
+			return in, nil
+		}
+		out := in.DeepCopyObject()
+		out.GetObjectKind().SetGroupVersionKind(to)
+		return out, nil
 	}
 	out := k.res.New()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), out); err != nil {

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/kube-openapi/pkg/spec3"
 
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/printers"
@@ -48,12 +49,13 @@ func StoragePrefix(crd *apiextensionsv1.CustomResourceDefinition) string {
 // its accepted names.
 func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resource, error) {
 	var out []*registry.Resource
+	types := fieldTypes(crd)
 	for i := range crd.Spec.Versions {
 		v := &crd.Spec.Versions[i]
 		if !v.Served {
 			continue
 		}
-		r, err := resource(crd, v)
+		r, err := resource(crd, v, types)
 		if err != nil {
 			return nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
 		}
@@ -75,7 +77,7 @@ type selectableField struct {
 	path *jsonpath.JSONPath
 }
 
-func resource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) (*registry.Resource, error) {
+func resource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion, types func() (managedfields.TypeConverter, error)) (*registry.Resource, error) {
 	names := crd.Status.AcceptedNames
 	if names.Plural == "" {
 		names = crd.Spec.Names
@@ -101,7 +103,7 @@ func resource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.
 		},
 		Printer:     printer(v.AdditionalPrinterColumns),
 		FieldLabels: ver.fieldLabels,
-		FieldTypes:  fieldTypes(crd, v.Name),
+		FieldTypes:  types,
 	}
 	if crd.DeletionTimestamp != nil {
 		r.RefuseCreate = "create not allowed while custom resource definition is terminating"
@@ -115,17 +117,26 @@ func resource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.
 	return r, nil
 }
 
-// fieldTypes is the schema server-side apply merges a version's objects
-// with: the version's OpenAPI, as kube-apiserver builds it, so lists
-// marked x-kubernetes-list-type=map merge by their keys. It is built on
-// first use, as the definitions are synced far more often than applied to.
-func fieldTypes(crd *apiextensionsv1.CustomResourceDefinition, version string) func() (managedfields.TypeConverter, error) {
+// fieldTypes is the schema server-side apply merges crd's objects with:
+// the OpenAPI of all its versions, as kube-apiserver builds it, so lists
+// marked x-kubernetes-list-type=map merge by their keys, and fields owned
+// through one version are known through another. It is built on first
+// use, as the definitions are synced far more often than applied to.
+func fieldTypes(crd *apiextensionsv1.CustomResourceDefinition) func() (managedfields.TypeConverter, error) {
 	return sync.OnceValues(func() (managedfields.TypeConverter, error) {
-		doc, err := builder.BuildOpenAPIV3(crd, version, builder.Options{})
+		var docs []*spec3.OpenAPI
+		for _, v := range crd.Spec.Versions {
+			doc, err := builder.BuildOpenAPIV3(crd, v.Name, builder.Options{})
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, doc)
+		}
+		merged, err := builder.MergeSpecsV3(docs...)
 		if err != nil {
 			return nil, err
 		}
-		return managedfields.NewTypeConverter(doc.Components.Schemas, crd.Spec.PreserveUnknownFields)
+		return managedfields.NewTypeConverter(merged.Components.Schemas, crd.Spec.PreserveUnknownFields)
 	})
 }
 
