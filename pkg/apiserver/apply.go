@@ -77,6 +77,9 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 		if !apierrors.IsNotFound(err) || sub != mainResource {
 			return err
 		}
+		if err := refuseCreate(res); err != nil {
+			return err
+		}
 		obj, err = merge(res.New())
 		if err != nil {
 			return err

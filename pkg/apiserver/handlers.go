@@ -86,6 +86,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	}
 }
 
+// refuseCreate is why no object of res may be created now, or nil.
+func refuseCreate(res *registry.Resource) error {
+	if res.RefuseCreate == "" {
+		return nil
+	}
+	err := apierrors.NewMethodNotSupported(res.GroupResource(), "create")
+	err.ErrStatus.Message = res.RefuseCreate
+	return err
+}
+
 func methodNotAllowed(info requestInfo) error {
 	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.Group, Resource: info.Resource}, info.Verb)
 }
@@ -133,9 +143,7 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 	case "watch":
 		return s.serveWatch(w, r, res, info)
 	case "create":
-		if res.RefuseCreate != "" {
-			err := apierrors.NewMethodNotSupported(res.GroupResource(), "create")
-			err.ErrStatus.Message = res.RefuseCreate
+		if err := refuseCreate(res); err != nil {
 			return err
 		}
 		out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), false)

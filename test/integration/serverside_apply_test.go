@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,28 +13,6 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-const ssaDeployment = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: default
-spec:
-  replicas: %s
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: %s
-        image: %s
-`
-
-func ssaDeploymentYAML(replicas, container, image string) string {
-	return fmt.Sprintf(ssaDeployment, replicas, container, image)
-}
-
 // kubectl apply --server-side creates and updates, records its field
 // manager, conflicts with another manager's fields until
 // --force-conflicts, and merges containers by name; client-go's typed
@@ -47,8 +24,9 @@ func TestServerSideApply(t *testing.T) {
 	dir := t.TempDir()
 
 	// Create, then change the image.
-	k.ok(t, "apply", "--server-side", "-f", writeTestFile(t, dir, "web.yaml", ssaDeploymentYAML("2", "app", "nginx:1")))
-	out := k.ok(t, "apply", "--server-side", "-f", writeTestFile(t, dir, "web.yaml", ssaDeploymentYAML("2", "app", "nginx:2")))
+	k.ok(t, "apply", "--server-side", "-f", writeTestFile(t, dir, "web.yaml", busyboxDeploymentYAML))
+	changed := strings.Replace(busyboxDeploymentYAML, "image: busybox", "image: busybox:1.36", 1)
+	out := k.ok(t, "apply", "--server-side", "-f", writeTestFile(t, dir, "web.yaml", changed))
 	if !strings.Contains(out, "deployment.apps/web serverside-applied") {
 		t.Errorf("kubectl apply --server-side: %q", out)
 	}
@@ -57,7 +35,7 @@ func TestServerSideApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:2" {
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "busybox:1.36" {
 		t.Errorf("image after the second apply: %s", img)
 	}
 	if len(d.ManagedFields) != 1 || d.ManagedFields[0].Manager != "kubectl" || d.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
@@ -89,7 +67,7 @@ func TestServerSideApply(t *testing.T) {
 	for _, ct := range d.Spec.Template.Spec.Containers {
 		names = append(names, ct.Name)
 	}
-	if strings.Join(names, ",") != "app,sidecar" {
+	if strings.Join(names, ",") != "c,sidecar" {
 		t.Errorf("containers after two managers' applies: %v", names)
 	}
 	owners := map[string]bool{}
