@@ -161,4 +161,31 @@ spec:
 	if d.Status.Replicas != 1 {
 		t.Errorf("status lost: %+v", d.Status)
 	}
+
+	// Apply through /status owns status fields alone, and keeps the
+	// others' entries. It takes status.replicas from the controller's
+	// status update (another entry: operations differ), by force.
+	resp, body = applyRequest(t, deployments+"/d/status?fieldManager=controller&force=true", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec: {replicas: 7}
+status: {replicas: 2}
+`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("apply status: %d %s", resp.StatusCode, body)
+	}
+	d = appsv1.Deployment{}
+	_ = json.Unmarshal([]byte(body), &d)
+	if d.Status.Replicas != 2 || *d.Spec.Replicas == 7 {
+		t.Errorf("after a status apply: replicas %d, status %+v", *d.Spec.Replicas, d.Status)
+	}
+	got := managers(t, body)
+	if all := strings.Join(got, " "); !strings.Contains(all, "controller/Apply/status") || !strings.Contains(all, "creator/Apply/") || !strings.Contains(all, "other/Apply/") {
+		t.Errorf("managers after a status apply: %v", got)
+	}
+	for _, e := range d.ManagedFields {
+		if e.Subresource == "status" && e.Operation == "Apply" && strings.Contains(string(e.FieldsV1.Raw), "spec") {
+			t.Errorf("the status apply owns spec fields: %s", e.FieldsV1.Raw)
+		}
+	}
 }

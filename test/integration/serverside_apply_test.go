@@ -98,6 +98,22 @@ func TestServerSideApply(t *testing.T) {
 		t.Errorf("forced typed apply: %+v", cm.Data)
 	}
 
+	// An object applied client-side moves to server-side apply: kubectl's
+	// client-side manager has the same values, so nothing conflicts.
+	moved := writeTestFile(t, dir, "moved.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: moved, namespace: default}\ndata: {a: '1'}\n")
+	k.ok(t, "apply", "-f", moved)
+	k.ok(t, "apply", "--server-side", "-f", moved)
+	if cm, err = configMaps.Get(ctx, "moved", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	applied := false
+	for _, e := range cm.ManagedFields {
+		applied = applied || e.Manager == "kubectl" && e.Operation == metav1.ManagedFieldsOperationApply
+	}
+	if !applied {
+		t.Errorf("managedFields after moving to server-side apply: %+v", cm.ManagedFields)
+	}
+
 	// A custom resource: two managers' spec fields merge.
 	k.ok(t, "apply", "-f", filepath.Join(examplesPath(t), "crd", "widget-crd.yaml"))
 	k.ok(t, "wait", "--for", "condition=established", "--timeout=30s", "crd/widgets.example.com")
