@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	minik8sv1 "github.com/minik8s/minik8s/pkg/apis/minik8s/v1"
 )
 
 // managers lists an object's managedFields as "manager/operation/subresource".
@@ -187,5 +189,48 @@ status: {replicas: 2}
 		if e.Subresource == "status" && e.Operation == "Apply" && strings.Contains(string(e.FieldsV1.Raw), "spec") {
 			t.Errorf("the status apply owns spec fields: %s", e.FieldsV1.Raw)
 		}
+	}
+}
+
+// Every built-in kind has a schema for managed fields, its JSON values
+// (a workflow's definition) included: none falls back to dropping them.
+func TestFieldTypesKnowEveryKind(t *testing.T) {
+	s, _ := serveFake(t, newFakeStore(), nil)
+	types, err := s.fieldTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range s.table.All {
+		if _, err := types.ObjectToTyped(res.New()); err != nil {
+			t.Errorf("%s: %v", res.GroupVersionKind(), err)
+		}
+	}
+	wf := &minik8sv1.Workflow{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "minik8s.io/v1", Kind: "Workflow"},
+		ObjectMeta: metav1.ObjectMeta{Name: "w"},
+		Spec:       minik8sv1.WorkflowSpec{Definition: minik8sv1.JSON{Raw: []byte(`{"StartAt":"A","States":{"A":{"Type":"Succeed","List":[1,{"a":2}]}}}`)}},
+	}
+	if _, err := types.ObjectToTyped(wf); err != nil {
+		t.Errorf("workflow: %v", err)
+	}
+}
+
+// The Kubernetes kinds merge with Kubernetes' own list keys, which struct
+// tags do not give: a Service's ports are keyed by port and protocol.
+func TestApplyKeysServicePortsByProtocol(t *testing.T) {
+	store := newFakeStore()
+	s, srv := serveFake(t, store, func(cfg *Config) { cfg.Admission = nil })
+	store.put(t, s, "namespaces", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	resp, body := applyRequest(t, srv.URL+"/api/v1/namespaces/default/services/dns?fieldManager=a", `apiVersion: v1
+kind: Service
+metadata: {name: dns}
+spec:
+  selector: {app: dns}
+  ports:
+  - {name: dns, port: 53, protocol: UDP}
+  - {name: dns-tcp, port: 53, protocol: TCP}
+`)
+	if resp.StatusCode != 201 || !strings.Contains(body, `k:{\"port\":53,\"protocol\":\"TCP\"}`) {
+		t.Errorf("apply of a service with one port over two protocols: %d %s", resp.StatusCode, body)
 	}
 }

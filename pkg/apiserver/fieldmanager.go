@@ -14,8 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
+	apiextensionsapplyconfiguration "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
+
+	"github.com/minik8s/minik8s/pkg/apiserver/openapi"
 	"github.com/minik8s/minik8s/pkg/registry"
 )
 
@@ -46,6 +51,58 @@ func (s *Server) fieldManager(res *registry.Resource, sub subresource) (*managed
 	gvk := res.GroupVersionKind()
 	kind := oneVersionKind{res}
 	return newManager(types, kind, kind, kind, gvk, gvk.GroupVersion(), sub.managedFieldsName(), resetFields(res, sub))
+}
+
+// builtinFieldTypes is the schema of the built-in kinds for managed
+// fields. The Kubernetes kinds take Kubernetes' own, which client-go's and
+// apiextensions' applyconfigurations carry, generated with the +listType
+// and +listMapKey markers that reflection cannot see (a Service's ports
+// are keyed by port and protocol, where the patchMergeKey tag says port
+// alone, and DNS serves 53 over both); minik8s' own kinds, which no client
+// library describes, take the server's OpenAPI.
+func builtinFieldTypes(scheme *runtime.Scheme, resources []*registry.Resource, oapi []openapi.Resource) (managedfields.TypeConverter, error) {
+	defs, err := openapi.Definitions(oapi)
+	if err != nil {
+		return nil, err
+	}
+	ours, err := managedfields.NewTypeConverter(defs, false)
+	if err != nil {
+		return nil, err
+	}
+	sources := []managedfields.TypeConverter{
+		applyconfigurations.NewTypeConverter(scheme),
+		apiextensionsapplyconfiguration.NewTypeConverter(scheme),
+		ours,
+	}
+	byKind := kindFieldTypes{}
+	for _, res := range resources {
+		for _, src := range sources {
+			// A schema that knows a kind can type its empty object.
+			if _, err := src.ObjectToTyped(res.New()); err == nil {
+				byKind[res.GroupVersionKind()] = src
+				break
+			}
+		}
+	}
+	return byKind, nil
+}
+
+// kindFieldTypes is a schema for managed fields made of the schemas of
+// each kind.
+type kindFieldTypes map[schema.GroupVersionKind]managedfields.TypeConverter
+
+func (k kindFieldTypes) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	src, ok := k[gvk]
+	if !ok {
+		return nil, fmt.Errorf("no schema for managed fields of %v", gvk)
+	}
+	return src.ObjectToTyped(obj, opts...)
+}
+
+// TypedToObject is the same for every schema: the value as unstructured.
+func (k kindFieldTypes) TypedToObject(value *typed.TypedValue) (runtime.Object, error) {
+	return managedfields.NewDeducedTypeConverter().TypedToObject(value)
 }
 
 // managedFieldsName is the subresource as managedFields entries name it.

@@ -109,8 +109,7 @@ type Server struct {
 	openapi       atomic.Pointer[http.Handler]
 	oapiResources []openapi.Resource
 	// fieldTypes is the built-in kinds' schema for managedFields and
-	// server-side apply (fieldmanager.go), built from oapiResources on
-	// first use.
+	// server-side apply (fieldmanager.go), built on first use.
 	fieldTypes func() (managedfields.TypeConverter, error)
 	// crdSync serializes the custom resources' syncs, and guards
 	// oapiFingerprint, what the custom part of openapi was built from.
@@ -232,11 +231,7 @@ func New(cfg Config) (*Server, error) {
 		codecs:        serializer.NewCodecFactory(scheme),
 		oapiResources: oapiResources,
 		fieldTypes: sync.OnceValues(func() (managedfields.TypeConverter, error) {
-			defs, err := openapi.Definitions(oapiResources)
-			if err != nil {
-				return nil, err
-			}
-			return managedfields.NewTypeConverter(defs, false)
+			return builtinFieldTypes(scheme, table.All, oapiResources)
 		}),
 		metrics: newMetrics(),
 		kubelet: newKubeletClient(cfg.KubeletClientCert),
@@ -246,6 +241,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.discovery.Store(s.newDiscovery())
 	s.openapi.Store(&oapi)
+	// The schema for managed fields takes about a second to parse: ahead
+	// of the first write, not during it.
+	go func() { _, _ = s.fieldTypes() }()
 	if servesMetricsAPI(table) {
 		s.summaries = newSummaryCache(kubeletSummaries{client: s.kubelet.client}, cfg.MetricsCacheTTL, cfg.Now)
 		s.metricsCodecs = newMetricsCodecs()
