@@ -48,10 +48,25 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 		err = utiljson.Unmarshal(js, &applied.Object)
 	}
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+		return apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
 	}
 	if applied.Object == nil {
-		return apierrors.NewBadRequest("error decoding YAML: the body is not an object")
+		return apierrors.NewBadRequest("error decoding patch: the body is not an object")
+	}
+	// Unknown fields are the merge's errors; duplicated ones are found
+	// here, as ?fieldValidation says.
+	directive, err := fieldValidation(r)
+	if err != nil {
+		return err
+	}
+	var warnings []string
+	if directive != metav1.FieldValidationIgnore {
+		if err := yaml.UnmarshalStrict(patch, &map[string]any{}); err != nil {
+			if directive == metav1.FieldValidationStrict {
+				return apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", err))
+			}
+			warnings = append(warnings, err.Error())
+		}
 	}
 	if name := applied.GetName(); name != info.Name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, info.Name))
@@ -71,6 +86,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	for {
 		obj, err := s.update(r.Context(), res, info.Namespace, info.Name, sub, merge, wo)
 		if err == nil {
+			addWarnings(w, warnings)
 			encode(w, http.StatusOK, out, obj)
 			return nil
 		}
@@ -90,6 +106,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 		} else if err != nil {
 			return err
 		}
+		addWarnings(w, warnings)
 		encode(w, http.StatusCreated, out, obj)
 		return nil
 	}

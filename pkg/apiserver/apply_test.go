@@ -234,3 +234,21 @@ spec:
 		t.Errorf("apply of a service with one port over two protocols: %d %s", resp.StatusCode, body)
 	}
 }
+
+// An applied configuration is decoded as ?fieldValidation says: a
+// duplicated field refused when strict, a warning otherwise.
+func TestApplyFieldValidation(t *testing.T) {
+	store := newFakeStore()
+	s, srv := serveFake(t, store, func(cfg *Config) { cfg.Admission = nil })
+	store.put(t, s, "namespaces", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	cm := srv.URL + "/api/v1/namespaces/default/configmaps/cm?fieldManager=a"
+	duplicated := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: '1'}\ndata: {a: '2'}\n"
+	resp, body := applyRequest(t, cm+"&fieldValidation=Strict", duplicated)
+	if resp.StatusCode != 400 || !strings.Contains(body, "error strict decoding patch") {
+		t.Errorf("strict: %d %s", resp.StatusCode, body)
+	}
+	resp, body = applyRequest(t, cm+"&fieldValidation=Warn", duplicated)
+	if resp.StatusCode != 201 || len(resp.Header.Values("Warning")) != 1 {
+		t.Errorf("warn: %d %q %s", resp.StatusCode, resp.Header.Values("Warning"), body)
+	}
+}

@@ -483,19 +483,19 @@ func writeOptionsFrom(r *http.Request) (writeOptions, error) {
 		}
 		wo.dryRun = true
 	}
-	if errs := metav1validation.ValidateFieldManager(r.URL.Query().Get("fieldManager"), field.NewPath("fieldManager")); len(errs) > 0 {
-		return wo, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: writeOptionsKind[r.Method]}, "", errs)
+	kind, named := writeOptionsKind[r.Method]
+	if errs := metav1validation.ValidateFieldManager(r.URL.Query().Get("fieldManager"), field.NewPath("fieldManager")); named && len(errs) > 0 {
+		return wo, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
 	}
 	return wo, nil
 }
 
-// writeOptionsKind names the options of a write by its method, as
-// Kubernetes' errors about them do.
+// writeOptionsKind names the options of the writes that take a field
+// manager by their method, as Kubernetes' errors about them do.
 var writeOptionsKind = map[string]string{
-	http.MethodPost:   "CreateOptions",
-	http.MethodPut:    "UpdateOptions",
-	http.MethodPatch:  "PatchOptions",
-	http.MethodDelete: "DeleteOptions",
+	http.MethodPost:  "CreateOptions",
+	http.MethodPut:   "UpdateOptions",
+	http.MethodPatch: "PatchOptions",
 }
 
 // deleteOptionsFrom reads DeleteOptions from the body (kubectl, client-go)
