@@ -86,6 +86,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	}
 }
 
+// refuseCreate is why no object of res may be created now, or nil.
+func refuseCreate(res *registry.Resource) error {
+	if res.RefuseCreate == "" {
+		return nil
+	}
+	err := apierrors.NewMethodNotSupported(res.GroupResource(), "create")
+	err.ErrStatus.Message = res.RefuseCreate
+	return err
+}
+
 func methodNotAllowed(info requestInfo) error {
 	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.Group, Resource: info.Resource}, info.Verb)
 }
@@ -133,9 +143,7 @@ func (s *Server) serveMain(w http.ResponseWriter, r *http.Request, res *registry
 	case "watch":
 		return s.serveWatch(w, r, res, info)
 	case "create":
-		if res.RefuseCreate != "" {
-			err := apierrors.NewMethodNotSupported(res.GroupResource(), "create")
-			err.ErrStatus.Message = res.RefuseCreate
+		if err := refuseCreate(res); err != nil {
 			return err
 		}
 		out, err := negotiate(s.codecsFor(res), r.Header.Get("Accept"), false)
@@ -307,6 +315,13 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 		return err
 	}
 	pt := types.PatchType(mediaTypeOf(r.Header.Get("Content-Type")))
+	opts, err := patchOptionsFrom(r, pt)
+	if err != nil {
+		return err
+	}
+	if pt == types.ApplyYAMLPatchType {
+		return s.serveApply(w, r, res, info, sub, out, wo, opts, patch)
+	}
 	var warnings []string
 	obj, err := s.update(r.Context(), res, info.Namespace, info.Name, sub, func(current runtime.Object) (runtime.Object, error) {
 		// The patch is applied to the object without its resourceVersion:
@@ -478,14 +493,26 @@ func tableOptionsFrom(r *http.Request) tableOptions {
 }
 
 func writeOptionsFrom(r *http.Request) (writeOptions, error) {
-	var wo writeOptions
+	wo := writeOptions{fieldManager: fieldManagerOf(r), trackFields: true}
 	for _, v := range r.URL.Query()["dryRun"] {
 		if v != metav1.DryRunAll {
 			return wo, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q, the only supported value is %q", v, metav1.DryRunAll))
 		}
 		wo.dryRun = true
 	}
+	kind, named := writeOptionsKind[r.Method]
+	if errs := metav1validation.ValidateFieldManager(r.URL.Query().Get("fieldManager"), field.NewPath("fieldManager")); named && len(errs) > 0 {
+		return wo, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
 	return wo, nil
+}
+
+// writeOptionsKind names the options of the writes that take a field
+// manager by their method, as Kubernetes' errors about them do.
+var writeOptionsKind = map[string]string{
+	http.MethodPost:  "CreateOptions",
+	http.MethodPut:   "UpdateOptions",
+	http.MethodPatch: "PatchOptions",
 }
 
 // deleteOptionsFrom reads DeleteOptions from the body (kubectl, client-go)

@@ -85,9 +85,6 @@ func applyPatch(pt types.PatchType, current runtime.Object, patch []byte) (_ []b
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to apply strategic merge patch: %v", err))
 		}
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schema.GroupResource{}, "",
-			"server-side apply is not supported by minik8s yet; use client-side `kubectl apply` (the default)", 0, false)
 	default:
 		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schema.GroupResource{}, "",
 			fmt.Sprintf("the body of the request was in an unknown format (%s) - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json", pt), 0, false)

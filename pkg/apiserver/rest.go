@@ -62,6 +62,13 @@ func (s *Server) get(ctx context.Context, res *registry.Resource, ns, name strin
 // writeOptions carry the query parameters every write honours.
 type writeOptions struct {
 	dryRun bool
+	// fieldManager is who the write is made for in managedFields; only
+	// writes that trackFields (those of requests) record their ownership.
+	fieldManager string
+	trackFields  bool
+	// applied marks a server-side apply, whose merge recorded its
+	// ownership already.
+	applied bool
 }
 
 // create stores a new object: metadata set by the server, defaults,
@@ -124,6 +131,10 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, ns string, 
 	if errs := res.ValidateCreate(obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), m.GetName(), errs)
 	}
+	if obj, err = s.recordFieldOwners(res, mainResource, res.New(), obj, obj, opts); err != nil {
+		return nil, err
+	}
+	m, _ = meta.Accessor(obj)
 	if err := s.admit(ctx, obj); err != nil {
 		return nil, err
 	}
@@ -228,6 +239,9 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 		}
 		obj, err := s.prepareUpdate(res, desired, current, sub)
 		if err != nil {
+			return nil, err
+		}
+		if obj, err = s.recordFieldOwners(res, sub, current, desired, obj, opts); err != nil {
 			return nil, err
 		}
 		if sub == mainResource {

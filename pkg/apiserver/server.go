@@ -23,6 +23,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/minik8s/minik8s/pkg/admission"
@@ -109,6 +110,9 @@ type Server struct {
 	oapiResources []openapi.Resource
 	// schemas resolves kinds' schemas for admission (admissionschemas.go).
 	schemas builtinSchemas
+	// fieldTypes is the built-in kinds' schema for managedFields and
+	// server-side apply (fieldmanager.go), built on first use.
+	fieldTypes func() (managedfields.TypeConverter, error)
 	// crdSync serializes the custom resources' syncs, and guards
 	// oapiFingerprint, what the custom part of openapi was built from.
 	crdSync         sync.Mutex
@@ -228,14 +232,20 @@ func New(cfg Config) (*Server, error) {
 		hooks:         hooks,
 		codecs:        serializer.NewCodecFactory(scheme),
 		oapiResources: oapiResources,
-		metrics:       newMetrics(),
-		kubelet:       newKubeletClient(cfg.KubeletClientCert),
-		proxy:         newProxyTransport(),
-		log:           cfg.Logger,
-		now:           cfg.Now,
+		fieldTypes: sync.OnceValues(func() (managedfields.TypeConverter, error) {
+			return builtinFieldTypes(scheme, table.All, oapiResources)
+		}),
+		metrics: newMetrics(),
+		kubelet: newKubeletClient(cfg.KubeletClientCert),
+		proxy:   newProxyTransport(),
+		log:     cfg.Logger,
+		now:     cfg.Now,
 	}
 	s.discovery.Store(s.newDiscovery())
 	s.openapi.Store(&oapi)
+	// The schema for managed fields takes about a second to parse: ahead
+	// of the first write, not during it.
+	go func() { _, _ = s.fieldTypes() }()
 	if servesMetricsAPI(table) {
 		s.summaries = newSummaryCache(kubeletSummaries{client: s.kubelet.client}, cfg.MetricsCacheTTL, cfg.Now)
 		s.metricsCodecs = newMetricsCodecs()

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minik8s/minik8s/pkg/registry/printers"
@@ -118,6 +119,11 @@ type Resource struct {
 	// RefuseCreate, when set, is why no object may be created now (the
 	// definition of a custom resource is being deleted).
 	RefuseCreate string
+	// FieldTypes, when set, is the schema server-side apply merges and
+	// tracks field ownership with (a custom resource's, from its
+	// definition); unset, the built-in kinds' schema from the server's
+	// OpenAPI is used.
+	FieldTypes func() (managedfields.TypeConverter, error)
 
 	objType, listType reflect.Type
 }

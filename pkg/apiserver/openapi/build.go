@@ -129,6 +129,19 @@ func BuildV3(resources []Resource) (map[string]*spec3.OpenAPI, error) {
 	return docs, nil
 }
 
+// Definitions returns the OpenAPI v3 schemas of the resources' kinds and
+// of every type they reach, keyed by model name, each kind's tagged with
+// its x-kubernetes-group-version-kind: what managedfields.NewTypeConverter
+// reads to track field ownership for server-side apply.
+func Definitions(resources []Resource) (map[string]*spec.Schema, error) {
+	g := newSchemaGenerator(true)
+	if err := registerKinds(g, resources); err != nil {
+		return nil, err
+	}
+	g.finish()
+	return g.defs, nil
+}
+
 // allPaths describes the paths of all resources, rejecting duplicates.
 func allPaths(resources []Resource) ([]pathItem, error) {
 	var items []pathItem

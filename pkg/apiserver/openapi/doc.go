@@ -25,5 +25,7 @@
 // model names from OpenAPIModelName where a type has one. Markers that only
 // exist as Go comments (+listType, +listMapKey, +enum, +default) are not
 // visible at run time, so x-kubernetes-list-type and friends are not
-// emitted; lists are atomic to structured-merge-diff readers of the schema.
+// emitted. Structured-merge-diff (server-side apply, Definitions) reads a
+// list with patch strategy merge as x-kubernetes-list-type=map keyed by its
+// merge key (a set without one), as Kubernetes does; other lists are atomic.
 package openapi

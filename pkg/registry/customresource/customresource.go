@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -23,13 +24,16 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/kube-openapi/pkg/spec3"
 
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/printers"
@@ -47,6 +51,7 @@ func StoragePrefix(crd *apiextensionsv1.CustomResourceDefinition) string {
 // its accepted names.
 func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resource, error) {
 	var out []*registry.Resource
+	types := fieldTypes(crd)
 	versions := slices.Clone(crd.Spec.Versions)
 	// Highest priority first (v2 before v1beta1 before v1alpha1), so that
 	// discovery prefers it, as Kubernetes does.
@@ -58,7 +63,7 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resou
 		if !v.Served {
 			continue
 		}
-		r, err := resource(crd, v)
+		r, err := resource(crd, v, types)
 		if err != nil {
 			return nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
 		}
@@ -80,7 +85,7 @@ type selectableField struct {
 	path *jsonpath.JSONPath
 }
 
-func resource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) (*registry.Resource, error) {
+func resource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion, types func() (managedfields.TypeConverter, error)) (*registry.Resource, error) {
 	names := crd.Status.AcceptedNames
 	if names.Plural == "" {
 		names = crd.Spec.Names
@@ -106,6 +111,7 @@ func resource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.
 		},
 		Printer:     printer(v.AdditionalPrinterColumns),
 		FieldLabels: ver.fieldLabels,
+		FieldTypes:  types,
 	}
 	if crd.DeletionTimestamp != nil {
 		r.RefuseCreate = "create not allowed while custom resource definition is terminating"
@@ -117,6 +123,29 @@ func resource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.
 		}
 	}
 	return r, nil
+}
+
+// fieldTypes is the schema server-side apply merges crd's objects with:
+// the OpenAPI of all its versions, as kube-apiserver builds it, so lists
+// marked x-kubernetes-list-type=map merge by their keys, and fields owned
+// through one version are known through another. It is built on first
+// use, as the definitions are synced far more often than applied to.
+func fieldTypes(crd *apiextensionsv1.CustomResourceDefinition) func() (managedfields.TypeConverter, error) {
+	return sync.OnceValues(func() (managedfields.TypeConverter, error) {
+		var docs []*spec3.OpenAPI
+		for _, v := range crd.Spec.Versions {
+			doc, err := builder.BuildOpenAPIV3(crd, v.Name, builder.Options{})
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, doc)
+		}
+		merged, err := builder.MergeSpecsV3(docs...)
+		if err != nil {
+			return nil, err
+		}
+		return managedfields.NewTypeConverter(merged.Components.Schemas, crd.Spec.PreserveUnknownFields)
+	})
 }
 
 func newVersion(v *apiextensionsv1.CustomResourceDefinitionVersion) (*version, error) {
