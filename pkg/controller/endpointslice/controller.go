@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/controller/kit"
@@ -78,24 +77,7 @@ func New(kc *kit.Context, cfg Config) (*Controller, error) {
 	return c, errors.Join(
 		l.Watch(svcInf.Informer(), loop.KeyHandler(c.Queue)),
 		l.Watch(podInf.Informer(), kit.PodServicesHandler(c.svcLister, func(svc *corev1.Service) { loop.Enqueue(c.Queue, svc) })),
-		l.Watch(sliceInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.sliceChanged,
-			UpdateFunc: func(_, cur any) { c.sliceChanged(cur) },
-			DeleteFunc: c.sliceChanged,
-		}))
-}
-
-// sliceChanged queues the Service of a slice this controller manages: a
-// change by anyone else is undone, and the cache catching up with the
-// controller's own writes lets a waiting sync go on.
-func (c *Controller) sliceChanged(obj any) {
-	s, ok := loop.As[*discoveryv1.EndpointSlice](obj)
-	if !ok || s.Labels[discoveryv1.LabelManagedBy] != ControllerName {
-		return
-	}
-	if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
-		c.Queue.Add(s.Namespace + "/" + svc)
-	}
+		l.Watch(sliceInf.Informer(), kit.ServiceSlicesHandler(ControllerName, c.Queue)))
 }
 
 // writes remembers, per Service key, the resourceVersion of each slice

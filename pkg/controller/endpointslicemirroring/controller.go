@@ -58,23 +58,7 @@ func New(kc *kit.Context) (*Controller, error) {
 	return c, errors.Join(
 		b.Loop.Watch(svcInf.Informer(), loop.KeyHandler(c.Queue)),
 		b.Loop.Watch(epInf.Informer(), loop.KeyHandler(c.Queue)),
-		b.Loop.Watch(sliceInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.sliceChanged,
-			UpdateFunc: func(_, cur any) { c.sliceChanged(cur) },
-			DeleteFunc: c.sliceChanged,
-		}))
-}
-
-// sliceChanged queues the Endpoints of a mirrored slice, so that a
-// change by anyone else is undone.
-func (c *Controller) sliceChanged(obj any) {
-	s, ok := loop.As[*discoveryv1.EndpointSlice](obj)
-	if !ok || s.Labels[discoveryv1.LabelManagedBy] != ControllerName {
-		return
-	}
-	if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
-		c.Queue.Add(s.Namespace + "/" + svc)
-	}
+		b.Loop.Watch(sliceInf.Informer(), kit.ServiceSlicesHandler(ControllerName, c.Queue)))
 }
 
 // Reconcile makes the mirrored slices of namespace/name what its

@@ -2,9 +2,11 @@ package kit
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/minik8s/minik8s/pkg/controller/loop"
 )
@@ -46,5 +48,27 @@ func PodServicesHandler(services corelisters.ServiceLister, enqueue func(*corev1
 			}
 		},
 		DeleteFunc: func(obj any) { changed(nil, obj) },
+	}
+}
+
+// ServiceSlicesHandler is the handler of EndpointSlice events for a
+// controller that manages slices labelled managed-by managedBy: it
+// queues the namespace/name of the Service a changed slice belongs to,
+// so a change by anyone else is undone and the cache catching up with
+// the controller's own writes lets a waiting sync go on.
+func ServiceSlicesHandler(managedBy string, queue workqueue.TypedInterface[string]) cache.ResourceEventHandlerFuncs {
+	changed := func(obj any) {
+		s, ok := loop.As[*discoveryv1.EndpointSlice](obj)
+		if !ok || s.Labels[discoveryv1.LabelManagedBy] != managedBy {
+			return
+		}
+		if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
+			queue.Add(s.Namespace + "/" + svc)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, cur any) { changed(cur) },
+		DeleteFunc: changed,
 	}
 }
