@@ -59,6 +59,15 @@ func TestEventsAPI(t *testing.T) {
 	if _, err := v1events.Create(ctx, bad, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
 		t.Errorf("an event without reportingController: %v, want Invalid", err)
 	}
+	// An event without a source is selected by its reporting controller.
+	bySource, err := coreEvents.List(ctx, metav1.ListOptions{FieldSelector: "source=example.com/controller"})
+	if err != nil || len(bySource.Items) != 1 || bySource.Items[0].Name != "web.1" {
+		t.Errorf("core events with source=example.com/controller: %v, %v", err, bySource)
+	}
+	byRegarding, err := v1events.List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=web-x"})
+	if err != nil || len(byRegarding.Items) != 1 || byRegarding.Items[0].Name != "web.2" {
+		t.Errorf("events.k8s.io events with regarding.name=web-x: %v, %v", err, byRegarding)
+	}
 	list, err := v1events.List(ctx, metav1.ListOptions{LabelSelector: "test=events"})
 	if err != nil || len(list.Items) != 2 {
 		t.Fatalf("list: %v, %d items", err, len(list.Items))

@@ -30,6 +30,12 @@ func events() *registry.Resource {
 
 func eventFields(obj runtime.Object) fields.Set {
 	e := obj.(*corev1.Event)
+	// An event reported through events.k8s.io has no source but its
+	// reporting controller, which "source" then selects, as upstream.
+	source := e.Source.Component
+	if source == "" {
+		source = e.ReportingController
+	}
 	return fields.Set{
 		"involvedObject.kind":            e.InvolvedObject.Kind,
 		"involvedObject.namespace":       e.InvolvedObject.Namespace,
@@ -40,7 +46,7 @@ func eventFields(obj runtime.Object) fields.Set {
 		"involvedObject.fieldPath":       e.InvolvedObject.FieldPath,
 		"reason":                         e.Reason,
 		"reportingComponent":             e.ReportingController,
-		"source":                         e.Source.Component,
+		"source":                         source,
 		"type":                           e.Type,
 	}
 }

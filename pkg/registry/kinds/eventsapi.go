@@ -37,7 +37,17 @@ func eventsAPIEvents() *registry.Resource {
 		}},
 		FieldLabels: func(obj runtime.Object) fields.Set {
 			core, _ := toCoreEvent(obj)
-			return eventFields(core)
+			set := eventFields(core)
+			// The events.k8s.io names of the same fields select too.
+			for field, coreField := range map[string]string{
+				"regarding.kind": "involvedObject.kind", "regarding.namespace": "involvedObject.namespace",
+				"regarding.name": "involvedObject.name", "regarding.uid": "involvedObject.uid",
+				"regarding.apiVersion": "involvedObject.apiVersion", "regarding.resourceVersion": "involvedObject.resourceVersion",
+				"regarding.fieldPath": "involvedObject.fieldPath", "reportingController": "reportingComponent", "deprecatedSource": "source",
+			} {
+				set[field] = set[coreField]
+			}
+			return set
 		},
 	}
 }
