@@ -47,6 +47,11 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info reques
 	if info.Verb != "create" || info.Name != "" || info.Subresource != "" || (rr.namespaced != (info.Namespace != "")) {
 		return apierrors.NewMethodNotSupported(gvr.GroupResource(), info.Verb)
 	}
+	// A review is no list of objects: asking for it as a Table or as
+	// metadata is 406, as upstream.
+	if _, err := negotiate(withoutProtobuf{s.codecs}, r.Header.Get("Accept"), false); err != nil {
+		return err
+	}
 	gvk := gvr.GroupVersion().WithKind(rr.kind)
 	obj, err := s.scheme.New(gvk)
 	if err != nil {

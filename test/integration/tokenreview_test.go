@@ -5,6 +5,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -36,5 +37,13 @@ func TestTokenReview(t *testing.T) {
 	}
 	if got.Status.Authenticated || got.Status.Error == "" {
 		t.Errorf("review of a made-up token: %+v", got.Status)
+	}
+	// A review cannot be had as a Table: 406.
+	err = c.client.AuthorizationV1().RESTClient().Post().AbsPath("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
+		Body([]byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"nonResourceAttributes":{"path":"/","verb":"get"}}}`)).
+		Do(ctx).Error()
+	if !apierrors.IsNotAcceptable(err) {
+		t.Errorf("a review asked for as a Table: %v, want 406", err)
 	}
 }
