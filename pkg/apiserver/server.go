@@ -17,8 +17,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -390,7 +392,31 @@ func (s *Server) EnsureDefaults(ctx context.Context) error {
 			return fmt.Errorf("create namespace %s: %w", name, err)
 		}
 	}
+	if err := s.ensureDefaultServiceCIDR(ctx); err != nil {
+		return err
+	}
 	return s.ensureDefaultServiceAccounts(ctx)
+}
+
+// ensureDefaultServiceCIDR publishes the Service range as the ServiceCIDR
+// "kubernetes", Ready, as kube-apiserver does from
+// --service-cluster-ip-range.
+func (s *Server) ensureDefaultServiceCIDR(ctx context.Context) error {
+	res, ok := s.table.Lookup(networkingv1.SchemeGroupVersion.WithResource("servicecidrs"))
+	if !ok {
+		return nil
+	}
+	cidr := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes"}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{s.cfg.ServiceCIDR}}}
+	if _, err := s.create(ctx, res, "", cidr, writeOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create the default ServiceCIDR: %w", err)
+	}
+	_, err := s.update(ctx, res, "", "kubernetes", statusResource, func(current k8sruntime.Object) (k8sruntime.Object, error) {
+		c := current.(*networkingv1.ServiceCIDR)
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: networkingv1.ServiceCIDRConditionReady, Status: metav1.ConditionTrue,
+			Reason: "Ready", Message: "Kubernetes Service CIDR is ready", ObservedGeneration: c.Generation})
+		return c, nil
+	}, writeOptions{})
+	return err
 }
 
 func goVersion() string { return runtime.Version() }

@@ -201,6 +201,11 @@ func TestBuiltinKinds(t *testing.T) {
 
 	t.Run("networking", func(t *testing.T) {
 		n := c.client.NetworkingV1()
+		// The Service range is published as the ServiceCIDR "kubernetes".
+		def, err := n.ServiceCIDRs().Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil || len(def.Spec.CIDRs) != 1 || def.Spec.CIDRs[0] != "10.96.0.0/12" || !meta.IsStatusConditionTrue(def.Status.Conditions, "Ready") {
+			t.Errorf("the default ServiceCIDR: %v, %+v", err, def)
+		}
 		sc := exerciseKind(t, n.ServiceCIDRs(), &networkingv1.ServiceCIDR{ObjectMeta: labelled("extra"), Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.200.0.0/24"}}},
 			&networkingv1.ServiceCIDR{ObjectMeta: plain("extra-2"), Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.201.0.0/24"}}},
 			&networkingv1.ServiceCIDR{ObjectMeta: plain("bad"), Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.0.0.0/8", "10.1.0.0/16"}}})
