@@ -276,6 +276,7 @@ func (s *Server) Handler() http.Handler {
 	var h http.Handler = mux
 	if s.cfg.Authorizer != nil {
 		h = s.authorize(h)
+		h = s.impersonate(h)
 	}
 	if s.cfg.Authenticator != nil {
 		h = authn.Middleware(s.cfg.Authenticator, publicPaths, h)
