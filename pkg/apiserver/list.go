@@ -90,6 +90,9 @@ type listResult struct {
 	items    []runtime.Object
 	revision int64
 	cont     string
+	// remaining is how many objects follow a page of an unfiltered list
+	// (metadata.remainingItemCount); nil when not known.
+	remaining *int64
 }
 
 // list reads a page of objects under ns (all namespaces when empty),
@@ -151,6 +154,9 @@ func (s *Server) list(ctx context.Context, res *registry.Resource, ns string, op
 		next := page.KVs[len(page.KVs)-1].Key + "\x00"
 		if int64(len(out.items)) >= opts.Limit {
 			out.cont = encodeContinue(page.Revision, next, prefix)
+			if n := page.Count - int64(len(page.KVs)); sel.empty() && page.Count > 0 && n >= 0 {
+				out.remaining = &n
+			}
 			return out, nil
 		}
 		readOpts.StartKey = next
@@ -169,5 +175,6 @@ func listObject(res *registry.Resource, r *listResult) (runtime.Object, error) {
 	}
 	lm.SetResourceVersion(strconv.FormatInt(r.revision, 10))
 	lm.SetContinue(r.cont)
+	lm.SetRemainingItemCount(r.remaining)
 	return list, nil
 }

@@ -72,7 +72,7 @@ func (s *Server) render(res *registry.Resource, out output, obj runtime.Object, 
 	var lm metav1.ListMeta
 	if r != nil {
 		items = r.items
-		lm = metav1.ListMeta{ResourceVersion: fmt.Sprint(r.revision), Continue: r.cont}
+		lm = metav1.ListMeta{ResourceVersion: fmt.Sprint(r.revision), Continue: r.cont, RemainingItemCount: r.remaining}
 	} else {
 		items = []runtime.Object{obj}
 	}

@@ -70,6 +70,9 @@ type ListResult struct {
 	KVs      []KV
 	More     bool  // more keys follow the last returned one
 	Revision int64 // the snapshot revision the page was read at
+	// Count is how many keys the range holds from its start on, this
+	// page's included (0 when the store cannot tell).
+	Count int64
 }
 
 // Store is a revisioned key-value store. Revisions are global and grow with

@@ -192,6 +192,19 @@ func TestListSelectorsAndPaging(t *testing.T) {
 	if len(seen) != 12 || pages > 4 || seen["cm-99"] {
 		t.Fatalf("paged %d pages, %d items (cm-99 seen: %v)", pages, len(seen), seen["cm-99"])
 	}
+	// An unfiltered page says how many objects follow it; a filtered one
+	// cannot know, as in Kubernetes.
+	all, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := cms.List(ctx, metav1.ListOptions{Limit: 5})
+	if err != nil || first.RemainingItemCount == nil || *first.RemainingItemCount != int64(len(all.Items)-5) {
+		t.Errorf("remainingItemCount of the first of %d: %v, %v", len(all.Items), err, first.RemainingItemCount)
+	}
+	if filtered, err := cms.List(ctx, metav1.ListOptions{Limit: 5, LabelSelector: "tier=back"}); err != nil || filtered.RemainingItemCount != nil {
+		t.Errorf("remainingItemCount of a filtered page: %v, %v", err, filtered.RemainingItemCount)
+	}
 }
 
 func TestInformerSeesChanges(t *testing.T) {

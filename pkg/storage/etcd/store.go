@@ -132,7 +132,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	if err != nil {
 		return nil, err
 	}
-	out := &storage.ListResult{KVs: make([]storage.KV, 0, len(resp.Kvs)), More: resp.More, Revision: resp.Header.Revision}
+	out := &storage.ListResult{KVs: make([]storage.KV, 0, len(resp.Kvs)), More: resp.More, Revision: resp.Header.Revision, Count: resp.Count}
 	if opts.Revision > 0 {
 		out.Revision = opts.Revision
 	}
