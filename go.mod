@@ -56,6 +56,7 @@ require (
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
 	k8s.io/apiextensions-apiserver v0.37.2 // indirect
 	k8s.io/kms v0.37.2 // indirect
+	k8s.io/kube-aggregator v0.37.2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 )
 

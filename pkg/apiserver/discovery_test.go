@@ -17,7 +17,7 @@ func TestDiscoveryGroupOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"apps", "events.k8s.io", "autoscaling", "batch", "networking.k8s.io", "storage.k8s.io", "coordination.k8s.io",
-		"discovery.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io", "certificates.k8s.io", "flowcontrol.apiserver.k8s.io", "metrics.k8s.io", "node.k8s.io", "policy", "rbac.authorization.k8s.io", "resource.k8s.io",
+		"discovery.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io", "apiregistration.k8s.io", "certificates.k8s.io", "flowcontrol.apiserver.k8s.io", "metrics.k8s.io", "node.k8s.io", "policy", "rbac.authorization.k8s.io", "resource.k8s.io",
 		"scheduling.k8s.io", "storagemigration.k8s.io", "minik8s.io"}
 	for range 20 { // map order differs between runs: the result may not
 		table, err := registry.NewTable(scheme, kinds.All())

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/minik8s/minik8s/pkg/admission"
@@ -396,7 +397,34 @@ func (s *Server) EnsureDefaults(ctx context.Context) error {
 	if err := s.ensureDefaultServiceCIDR(ctx); err != nil {
 		return err
 	}
+	if err := s.ensureLocalAPIServices(ctx); err != nil {
+		return err
+	}
 	return s.ensureDefaultServiceAccounts(ctx)
+}
+
+// ensureLocalAPIServices publishes each built-in group version as a Local,
+// Available APIService (v1., v1.apps, ...), as kube-apiserver does.
+func (s *Server) ensureLocalAPIServices(ctx context.Context) error {
+	res, ok := s.table.Lookup(apiregistrationv1.SchemeGroupVersion.WithResource("apiservices"))
+	if !ok {
+		return nil
+	}
+	for _, gv := range s.table.GroupVersions() {
+		priority := int32(1000)
+		if gv.Group == "" {
+			priority = 18000
+		}
+		svc := &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: gv.Version + "." + gv.Group},
+			Spec: apiregistrationv1.APIServiceSpec{Group: gv.Group, Version: gv.Version, GroupPriorityMinimum: priority, VersionPriority: 15},
+			Status: apiregistrationv1.APIServiceStatus{Conditions: []apiregistrationv1.APIServiceCondition{{
+				Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionTrue, Reason: "Local",
+				Message: "Local APIServices are always available", LastTransitionTime: metav1.NewTime(s.now())}}}}
+		if _, err := s.create(ctx, res, "", svc, writeOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create APIService %s: %w", svc.Name, err)
+		}
+	}
+	return nil
 }
 
 // ensureDefaultServiceCIDR publishes the Service range as the ServiceCIDR

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,6 +197,14 @@ func TestBuiltinKinds(t *testing.T) {
 		}
 		if err := ctbs.Delete(ctx, b.Name, metav1.DeleteOptions{}); err != nil {
 			t.Errorf("delete: %v", err)
+		}
+	})
+
+	t.Run("apiservices", func(t *testing.T) {
+		// Every built-in group version is a Local, Available APIService.
+		out := newKubectl(t, c).ok(t, "get", "apiservices", "v1.apps", "v1.")
+		if !strings.Contains(out, "v1.apps") || !strings.Contains(out, "Local") || !strings.Contains(out, "True") {
+			t.Errorf("kubectl get apiservices:\n%s", out)
 		}
 	})
 
