@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -60,12 +61,17 @@ func parseSelection(res *registry.Resource, opts *metav1.ListOptions) (selection
 }
 
 // continueToken is the opaque ?continue= value: where the next page starts
-// and the snapshot revision every page is read at.
+// and the snapshot revision every page is read at. A Revision of
+// latestRevision reads the rest at the newest revision: the token a 410
+// hands out once the first page's revision has been compacted away.
 type continueToken struct {
 	APIVersion string `json:"v"`
 	Revision   int64  `json:"rv"`
 	StartKey   string `json:"start"`
 }
+
+// latestRevision in a continue token reads its pages at the newest revision.
+const latestRevision = -1
 
 func encodeContinue(rev int64, nextKey, prefix string) string {
 	data, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", Revision: rev, StartKey: nextKey[len(prefix):]})
@@ -78,7 +84,7 @@ func decodeContinue(token, prefix string) (continueToken, error) {
 	if err == nil {
 		err = json.Unmarshal(data, &ct)
 	}
-	if err != nil || ct.APIVersion != "meta.k8s.io/v1" || ct.Revision <= 0 {
+	if err != nil || ct.APIVersion != "meta.k8s.io/v1" || ct.Revision <= 0 && ct.Revision != latestRevision {
 		return ct, apierrors.NewBadRequest("continue key is not valid")
 	}
 	ct.StartKey = prefix + ct.StartKey
@@ -118,7 +124,7 @@ func (s *Server) list(ctx context.Context, res *registry.Resource, ns string, op
 		if err != nil {
 			return nil, err
 		}
-		readOpts.StartKey, readOpts.Revision = ct.StartKey, ct.Revision
+		readOpts.StartKey, readOpts.Revision = ct.StartKey, max(ct.Revision, 0)
 	case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
 		readOpts.Revision = rv
 	default:
@@ -131,6 +137,9 @@ func (s *Server) list(ctx context.Context, res *registry.Resource, ns string, op
 			readOpts.Limit = opts.Limit - int64(len(out.items))
 		}
 		page, err := s.store.List(ctx, prefix, readOpts)
+		if err != nil && opts.Continue != "" && errors.Is(err, storage.ErrCompacted) {
+			return nil, continueExpired(encodeContinue(latestRevision, readOpts.StartKey, prefix))
+		}
 		if err != nil {
 			return nil, storageError(err, res.GroupResource(), "")
 		}
@@ -161,6 +170,19 @@ func (s *Server) list(ctx context.Context, res *registry.Resource, ns string, op
 		}
 		readOpts.StartKey = next
 	}
+}
+
+// continueExpired is the 410 of a continue token whose revision has been
+// compacted: like kube-apiserver, it carries a token that reads the rest
+// of the list at the newest revision, for a client that accepts an
+// inconsistent list.
+func continueExpired(token string) *apierrors.StatusError {
+	err := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. " +
+		"Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time " +
+		"the first chunk was returned and now may show up in the list.")
+	err.ErrStatus.ListMeta.Continue = token
+	return err
 }
 
 // listObject wraps items in the resource's typed list.

@@ -659,6 +659,16 @@ func TestWatchAfterCompaction(t *testing.T) {
 	if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
 		t.Fatalf("continue at a compacted resourceVersion: %v, want 410", err)
 	}
+	// The 410 carries a token that reads the rest at the newest revision,
+	// as kube-apiserver's does: an inconsistent but complete remainder.
+	expired := err.(apierrors.APIStatus).Status()
+	if expired.ListMeta.Continue == "" {
+		t.Fatalf("the 410 of a compacted continue token has no fresh token: %#v", expired)
+	}
+	rest, err := cms.List(ctx, metav1.ListOptions{Limit: 1, Continue: expired.ListMeta.Continue})
+	if err != nil || len(rest.Items) != 1 || rest.Items[0].Name == page.Items[0].Name || rest.ResourceVersion == page.ResourceVersion {
+		t.Fatalf("list with the fresh token: %v %+v, want the second object at a newer revision", err, rest)
+	}
 	// The compaction revision itself is still readable.
 	exact, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: last.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
 	if err != nil || len(exact.Items) != 2 {
