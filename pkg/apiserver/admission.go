@@ -17,6 +17,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/admission/limitranger"
 	"github.com/minik8s/minik8s/pkg/admission/podsecurity"
 	"github.com/minik8s/minik8s/pkg/admission/resourcequota"
+	"github.com/minik8s/minik8s/pkg/admission/runtimeclass"
 	"github.com/minik8s/minik8s/pkg/admission/validatingadmissionpolicy"
 	"github.com/minik8s/minik8s/pkg/apiserver/audit"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
@@ -26,10 +27,10 @@ import (
 // DefaultAdmission is the admission an apiserver runs unless its Config
 // says otherwise: kube-apiserver's default-enabled plugins that minik8s
 // has, in order (LimitRanger mutates and validates, then PodSecurity,
-// ValidatingAdmissionPolicy, and ResourceQuota, last
+// RuntimeClass, ValidatingAdmissionPolicy, and ResourceQuota, last
 // as in kube-apiserver, charges what the others let through).
 func DefaultAdmission() []admission.Plugin {
-	return []admission.Plugin{limitranger.New(), podsecurity.New(), validatingadmissionpolicy.New(), resourcequota.New()}
+	return []admission.Plugin{limitranger.New(), podsecurity.New(), runtimeclass.New(), validatingadmissionpolicy.New(), resourcequota.New()}
 }
 
 // validateAdmission runs the validating admission plugins on a create
