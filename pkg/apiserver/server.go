@@ -269,6 +269,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.installHealth(mux)
 	mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, versionInfo()) })
+	s.installIssuerDiscovery(mux)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	mux.Handle("/openapi/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*s.openapi.Load()).ServeHTTP(w, r) }))
 	mux.Handle(dashboard.Prefix, dashboard.Handler())

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
+
+	"github.com/minik8s/minik8s/pkg/serviceaccount"
 )
 
 // Annotations and labels of the default policy, as Kubernetes marks it.
@@ -130,6 +132,8 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 		withRules("system:basic-user", nil, rule([]string{"create"}, []string{"authorization.k8s.io"}, "selfsubjectaccessreviews", "selfsubjectrulesreviews"),
 			rule([]string{"create"}, []string{"authentication.k8s.io"}, "selfsubjectreviews")),
 		withRules("system:discovery", nil, urls([]string{"get"}, "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/readyz", "/version", "/version/", "/openapi", "/openapi/*", "/dashboard", "/dashboard/*")),
+		withRules("system:service-account-issuer-discovery", nil, urls([]string{"get"},
+			"/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/")),
 		withRules("system:public-info-viewer", nil, urls([]string{"get"}, "/healthz", "/livez", "/readyz", "/version", "/version/")),
 		withRules("system:monitoring", nil, urls([]string{"get"}, "/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*", "/readyz/*", "/healthz/*")),
 		withRules("system:node-bootstrapper", nil, rule([]string{"create", "get", "list", "watch"}, []string{"certificates.k8s.io"}, "certificatesigningrequests")),
@@ -156,6 +160,7 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		bind("cluster-admin", "cluster-admin", group(MastersGroup)),
 		bind("system:basic-user", "system:basic-user", group(AuthenticatedGroup)),
 		bind("system:discovery", "system:discovery", group(AuthenticatedGroup)),
+		bind("system:service-account-issuer-discovery", "system:service-account-issuer-discovery", group(serviceaccount.AllGroup)),
 		bind("system:public-info-viewer", "system:public-info-viewer", group(AuthenticatedGroup), group(UnauthenticatedGroup)),
 		bind("system:monitoring", "system:monitoring", group("system:monitoring")),
 		bind("system:node-bootstrapper", "system:node-bootstrapper", group(BootstrappersGroup)),
