@@ -61,8 +61,13 @@ func (s *Scheduler) attempt(ctx context.Context, q workqueue.TypedRateLimitingIn
 	s.mu.Unlock()
 
 	info := NewPodInfo(pod)
-	node, err := s.profile.schedule(info, s.cache.updateSnapshot(&s.snap), s.rnd)
+	nodes := s.cache.updateSnapshot(&s.snap)
+	node, err := s.profile.schedule(info, nodes, s.rnd)
 	if err != nil {
+		var fe *FitError
+		if errors.As(err, &fe) && fe.NumAllNodes > 0 && fe.PreFilterMsg == "" {
+			s.preempt(ctx, info, nodes)
+		}
 		s.failed(ctx, q, key, pod, moves, podMoves, err)
 		return
 	}

@@ -62,8 +62,10 @@ type Scheduler struct {
 	queue         workqueue.TypedRateLimitingInterface[string]
 	limiter       workqueue.TypedRateLimiter[string]
 	unschedulable map[string]bool
-	moves         uint64
-	podMoves      uint64
+	// nominated is the node each preemptor had room made on.
+	nominated map[string]string
+	moves     uint64
+	podMoves  uint64
 
 	// inflight counts bindings and status updates still running.
 	inflight sync.WaitGroup
@@ -89,6 +91,7 @@ func New(cfg Config) (*Scheduler, error) {
 	listers := &Listers{Namespaces: nsInf.Lister(), Services: svcInf.Lister(), ReplicaSets: rsInf.Lister(),
 		Volumes: VolumeListers{Claims: pvcInf.Lister(), Volumes: pvInf.Lister(), Classes: scInf.Lister()}}
 	s := &Scheduler{
+		nominated:   map[string]string{},
 		cfg:         cfg,
 		client:      cfg.Client,
 		log:         cfg.Logger.With("component", "scheduler", "schedulerName", cfg.SchedulerName),
@@ -340,6 +343,7 @@ func (s *Scheduler) onPodDelete(obj any) {
 	}
 	s.mu.Lock()
 	delete(s.unschedulable, key)
+	delete(s.nominated, key)
 	s.mu.Unlock()
 }
 
