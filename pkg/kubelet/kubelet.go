@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -454,6 +455,9 @@ func (k *Kubelet) desiredNode(ctx context.Context) *corev1.Node {
 // writeNodeStatus writes status with fresh heartbeat conditions.
 func (k *Kubelet) writeNodeStatus(ctx context.Context, node *corev1.Node, status corev1.NodeStatus) error {
 	node = node.DeepCopy()
+	status = *status.DeepCopy()
+	status.Capacity = withForeignExtendedResources(status.Capacity, node.Status.Capacity)
+	status.Allocatable = withForeignExtendedResources(status.Allocatable, node.Status.Allocatable)
 	node.Status = status
 	node.Status.Conditions = k.conditions(node.Status.Conditions, node)
 	if _, err := k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
@@ -461,6 +465,24 @@ func (k *Kubelet) writeNodeStatus(ctx context.Context, node *corev1.Node, status
 	}
 	k.lastStatusWrite = k.cfg.Clock.Now()
 	return nil
+}
+
+// withForeignExtendedResources keeps in a node's capacity (or
+// allocatable) the extended resources someone else advertised by
+// patching the node's status (example.com/dongle: 4), which this kubelet
+// knows nothing of, as Kubernetes' kubelet keeps them across status
+// updates.
+func withForeignExtendedResources(own, stored corev1.ResourceList) corev1.ResourceList {
+	for name, q := range stored {
+		if _, ours := own[name]; ours || !strings.Contains(string(name), "/") || strings.HasPrefix(string(name), corev1.ResourceDefaultNamespacePrefix) {
+			continue
+		}
+		if own == nil {
+			own = corev1.ResourceList{}
+		}
+		own[name] = q
+	}
+	return own
 }
 
 // conditions merges the provider's conditions over the kubelet's defaults,

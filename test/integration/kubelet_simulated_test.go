@@ -130,3 +130,49 @@ func podReady(p *corev1.Pod) bool {
 	}
 	return false
 }
+
+// An extended resource advertised by patching a node's status (as one
+// does without a device plugin) survives the kubelet's status writes.
+func TestKubeletKeepsAdvertisedExtendedResources(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	runCtx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	p, err := simulated.New(simulated.Config{NodeName: "dongles", NodeIP: "172.31.1.1", PodCIDR: "10.244.100.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kubelet.New(kubelet.Config{Client: kubernetes.NewForConfigOrDie(c.config), NodeName: "dongles", Provider: p,
+		HeartbeatInterval: 200 * time.Millisecond, NodeStatusInterval: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = k.Start(runCtx) }()
+	nodes := c.client.CoreV1().Nodes()
+	waitFor(t, "the node to register", func(ctx context.Context) (bool, error) {
+		n, err := nodes.Get(ctx, "dongles", metav1.GetOptions{})
+		return err == nil && nodeReady(n), nil
+	})
+	patch := []byte(`{"status":{"capacity":{"example.com/dongle":"4"}}}`)
+	patched, err := nodes.PatchStatus(ctx, "dongles", patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two status writes later the resource must still be there.
+	writes := 0
+	last := patched.ResourceVersion
+	waitFor(t, "two kubelet status writes", func(ctx context.Context) (bool, error) {
+		n, err := nodes.Get(ctx, "dongles", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if n.ResourceVersion != last {
+			last = n.ResourceVersion
+			writes++
+			if q, ok := n.Status.Capacity["example.com/dongle"]; !ok || q.Value() != 4 {
+				t.Fatalf("after a kubelet status write the capacity is %v, want example.com/dongle: 4 kept", n.Status.Capacity)
+			}
+		}
+		return writes >= 2, nil
+	})
+}
