@@ -147,7 +147,8 @@ func TestAdmissionWebhooks(t *testing.T) {
 		validate(t, admissionregistrationv1.ValidatingWebhook{Name: "deny.example.com", ClientConfig: hook.clientConfig("/deny"),
 			Rules:             whRule("", []string{"configmaps"}, admissionregistrationv1.Create),
 			NamespaceSelector: guarded,
-			ObjectSelector:    &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "skip", Operator: metav1.LabelSelectorOpDoesNotExist}}}})
+			ObjectSelector:    &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "skip", Operator: metav1.LabelSelectorOpDoesNotExist}}},
+			MatchConditions:   []admissionregistrationv1.MatchCondition{{Name: "not-excused", Expression: `object.metadata.name != "skipped-by-condition"`}}})
 		_, err := configMaps.Create(ctx, configMap("refused", nil), metav1.CreateOptions{})
 		want := `admission webhook "deny.example.com" denied the request: denied by test: CREATE configmaps/refused`
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
@@ -156,11 +157,24 @@ func TestAdmissionWebhooks(t *testing.T) {
 		if _, err := configMaps.Create(ctx, configMap("skipped-by-object", map[string]string{"skip": "yes"}), metav1.CreateOptions{}); err != nil {
 			t.Errorf("objectSelector does not select it, yet: %v", err)
 		}
+		if _, err := configMaps.Create(ctx, configMap("skipped-by-condition", nil), metav1.CreateOptions{}); err != nil {
+			t.Errorf("matchConditions do not select it, yet: %v", err)
+		}
 		if _, err := client.CoreV1().ConfigMaps("wh-free").Create(ctx, configMap("skipped-by-namespace", nil), metav1.CreateOptions{}); err != nil {
 			t.Errorf("namespaceSelector does not select it, yet: %v", err)
 		}
 		if _, err := client.CoreV1().Secrets("wh-guarded").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other-resource"}}, metav1.CreateOptions{}); err != nil {
 			t.Errorf("rules do not select secrets, yet: %v", err)
+		}
+	})
+
+	t.Run("matchConditions that do not compile", func(t *testing.T) {
+		_, err := validating.Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bad"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "bad.example.com", ClientConfig: hook.clientConfig("/deny"),
+				SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
+				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "bad", Expression: "... [] bad expression"}}}}}, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "compilation failed") {
+			t.Errorf("create: %v, want Invalid with compilation failed", err)
 		}
 	})
 

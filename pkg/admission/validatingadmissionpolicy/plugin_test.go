@@ -239,7 +239,7 @@ func TestAuditAnnotationsAndFailureList(t *testing.T) {
 	})
 	s := &store{objects: map[schema.GroupVersionResource][]runtime.Object{
 		corev1.SchemeGroupVersion.WithResource("namespaces"): {&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}},
-		policiesGVR:   {p}, bindingsGVR: {binding("p", nil)},
+		policiesGVR: {p}, bindingsGVR: {binding("p", nil)},
 	}}
 	r := New().Validate(context.Background(), attrs(deployment("test", 2, nil), ""), s)
 	if r.Err != nil || r.AuditAnnotations["p/replicas"] != "2" {

@@ -100,7 +100,7 @@ func TestAuthorizerVariable(t *testing.T) {
 	})
 	s := &store{objects: map[schema.GroupVersionResource][]runtime.Object{
 		corev1.SchemeGroupVersion.WithResource("namespaces"): {&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}},
-		policiesGVR:   {p}, bindingsGVR: {binding("p", nil)},
+		policiesGVR: {p}, bindingsGVR: {binding("p", nil)},
 	}}
 	a := attrs(deployment("test", 1, nil), "")
 	a.UserGroups = []string{"devs"}
