@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/minik8s/minik8s/pkg/registry"
 )
@@ -258,13 +257,14 @@ func (s *Server) servePodStream(w http.ResponseWriter, r *http.Request, res *reg
 // attach, with the PodExecOptions or PodAttachOptions of the query, as
 // kube-apiserver does before it connects.
 func (s *Server) connectPodAdmission(ctx context.Context, res *registry.Resource, info requestInfo, q url.Values) error {
-	var options runtime.Object = &corev1.PodAttachOptions{}
+	flag := func(name string) bool { b, _ := strconv.ParseBool(q.Get(name)); return b }
+	var options runtime.Object = &corev1.PodAttachOptions{Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"),
+		TTY: flag("tty"), Container: q.Get("container")}
 	kind := corev1.SchemeGroupVersion.WithKind("PodAttachOptions")
 	if info.Subresource == "exec" {
-		options, kind = &corev1.PodExecOptions{}, corev1.SchemeGroupVersion.WithKind("PodExecOptions")
-	}
-	if err := clientscheme.ParameterCodec.DecodeParameters(q, corev1.SchemeGroupVersion, options); err != nil {
-		return apierrors.NewBadRequest(err.Error())
+		options = &corev1.PodExecOptions{Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"),
+			TTY: flag("tty"), Container: q.Get("container"), Command: q["command"]}
+		kind = corev1.SchemeGroupVersion.WithKind("PodExecOptions")
 	}
 	options.GetObjectKind().SetGroupVersionKind(kind)
 	return s.connectAdmission(ctx, res, subresource(info.Subresource), info.Namespace, info.Name, options, kind)

@@ -273,6 +273,16 @@ func TestAdmissionWebhooks(t *testing.T) {
 		}
 	})
 
+	t.Run("deny attach", func(t *testing.T) {
+		validate(t, admissionregistrationv1.ValidatingWebhook{Name: "deny-attach.example.com", ClientConfig: hook.clientConfig("/deny"),
+			Rules: whRule("", []string{"pods/attach"}, admissionregistrationv1.Connect)})
+		err := client.CoreV1().RESTClient().Post().Namespace("wh-guarded").Resource("pods").Name("mutated").SubResource("attach").
+			Param("stdout", "true").Do(ctx).Error()
+		if want := "denied by test: CONNECT pods/mutated"; !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("attach: %v, want Forbidden %q", err, want)
+		}
+	})
+
 	t.Run("custom resource", func(t *testing.T) {
 		crds := apiextensionsclient.NewForConfigOrDie(c.config).ApiextensionsV1().CustomResourceDefinitions()
 		if _, err := crds.Create(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "gadgets.wh.example.com"},
