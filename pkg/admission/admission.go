@@ -11,6 +11,7 @@ package admission
 
 import (
 	"context"
+	"net/url"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,8 +23,10 @@ type Operation string
 
 // The operations admission sees, spelled as Kubernetes' admission API.
 const (
-	Create Operation = "CREATE"
-	Update Operation = "UPDATE"
+	Create  Operation = "CREATE"
+	Update  Operation = "UPDATE"
+	Delete  Operation = "DELETE"
+	Connect Operation = "CONNECT"
 )
 
 // Attributes describe one write.
@@ -40,7 +43,9 @@ type Attributes struct {
 	// objects); a generateName has been resolved.
 	Namespace, Name string
 	// Object is the object about to be stored, OldObject the stored one
-	// (nil on create). Only a Mutator's Admit may change Object; nothing
+	// (nil on create). On a delete Object is nil and OldObject the object
+	// deleted; on a connect Object is the request's options (a
+	// PodExecOptions). Only a Mutator's Admit may change Object; nothing
 	// changes OldObject.
 	Object, OldObject runtime.Object
 	// DryRun is true for a ?dryRun=All request, which admission checks as
@@ -85,7 +90,9 @@ type Result struct {
 	AuditAnnotations map[string]string
 }
 
-// Plugin is one validating admission plugin.
+// Plugin is one validating admission plugin. It sees creates and
+// updates; one that is also an OperationFilter sees the operations it
+// handles.
 type Plugin interface {
 	// Name is the plugin's name, as kube-apiserver's --enable-admission-plugins
 	// spells it.
@@ -106,6 +113,39 @@ type Mutator interface {
 	// Admit may change a.Object, or refuse the write. Like Validate, it
 	// answers quickly, with a zero Result, for what it does not look at.
 	Admit(ctx context.Context, a *Attributes, objects Objects) Result
+}
+
+// OperationFilter is a Plugin that sees more than creates and updates
+// (deletes and connects), as kube-apiserver's admission.Handler.
+type OperationFilter interface {
+	Handles(op Operation) bool
+}
+
+// Handles says whether p is called for op.
+func Handles(p Plugin, op Operation) bool {
+	if f, ok := p.(OperationFilter); ok {
+		return f.Handles(op)
+	}
+	return op == Create || op == Update
+}
+
+// Defaulter is what Objects also offers where a plugin changes an
+// object and wants the defaults of its kind applied to what it made (a
+// mutating webhook's patch), as the apiserver does after decoding.
+type Defaulter interface {
+	Default(gvr schema.GroupVersionResource, obj runtime.Object)
+}
+
+// ServiceResolver finds where a Service in the cluster is reached from
+// the apiserver: a URL with the host:port of one of its ready endpoints.
+type ServiceResolver interface {
+	ResolveEndpoint(namespace, name string, port int32) (*url.URL, error)
+}
+
+// WantsServiceResolver is a Plugin that calls Services (admission
+// webhooks); the apiserver gives it its resolver once, when it starts.
+type WantsServiceResolver interface {
+	SetServiceResolver(ServiceResolver)
 }
 
 // KindResolver is what Objects also offers where a plugin names stored

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +22,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/admission/resourcequota"
 	"github.com/minik8s/minik8s/pkg/admission/runtimeclass"
 	"github.com/minik8s/minik8s/pkg/admission/validatingadmissionpolicy"
+	"github.com/minik8s/minik8s/pkg/admission/webhook"
 	"github.com/minik8s/minik8s/pkg/apiserver/audit"
 	"github.com/minik8s/minik8s/pkg/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/registry"
@@ -27,10 +31,12 @@ import (
 // DefaultAdmission is the admission an apiserver runs unless its Config
 // says otherwise: kube-apiserver's default-enabled plugins that minik8s
 // has, in order (LimitRanger mutates and validates, then PodSecurity,
-// RuntimeClass, ValidatingAdmissionPolicy, and ResourceQuota, last
-// as in kube-apiserver, charges what the others let through).
+// RuntimeClass, MutatingAdmissionWebhook, ValidatingAdmissionPolicy,
+// ValidatingAdmissionWebhook, and ResourceQuota, last as in
+// kube-apiserver, charges what the others let through).
 func DefaultAdmission() []admission.Plugin {
-	return []admission.Plugin{limitranger.New(), podsecurity.New(), runtimeclass.New(), validatingadmissionpolicy.New(), resourcequota.New()}
+	return []admission.Plugin{limitranger.New(), podsecurity.New(), runtimeclass.New(), webhook.NewMutating(), validatingadmissionpolicy.New(),
+		webhook.NewValidating(), resourcequota.New()}
 }
 
 // validateAdmission runs the validating admission plugins on a create
@@ -38,7 +44,11 @@ func DefaultAdmission() []admission.Plugin {
 // written (dry runs included). Every plugin's audit annotations and
 // warnings are recorded; the first refusal ends the write.
 func (s *Server) validateAdmission(ctx context.Context, res *registry.Resource, sub subresource, obj, old runtime.Object, opts writeOptions) error {
-	return s.runAdmission(ctx, res, sub, obj, old, opts, admission.Plugin.Validate)
+	a, err := s.writeAttributes(ctx, res, sub, obj, old, opts)
+	if err != nil {
+		return err
+	}
+	return s.runAdmission(ctx, a, admission.Plugin.Validate)
 }
 
 // mutateAdmission runs the Admit of the plugins that are Mutators on a
@@ -46,7 +56,11 @@ func (s *Server) validateAdmission(ctx context.Context, res *registry.Resource, 
 // validation; mutated says whether any ran, so that an update validates
 // again what they made.
 func (s *Server) mutateAdmission(ctx context.Context, res *registry.Resource, obj, old runtime.Object, opts writeOptions) (mutated bool, err error) {
-	err = s.runAdmission(ctx, res, mainResource, obj, old, opts, func(p admission.Plugin, ctx context.Context, a *admission.Attributes, o admission.Objects) admission.Result {
+	a, err := s.writeAttributes(ctx, res, mainResource, obj, old, opts)
+	if err != nil {
+		return false, err
+	}
+	err = s.runAdmission(ctx, a, func(p admission.Plugin, ctx context.Context, a *admission.Attributes, o admission.Objects) admission.Result {
 		m, ok := p.(admission.Mutator)
 		if !ok {
 			return admission.Result{}
@@ -57,29 +71,64 @@ func (s *Server) mutateAdmission(ctx context.Context, res *registry.Resource, ob
 	return mutated, err
 }
 
-// runAdmission calls phase for every plugin on the write, recording
-// their audit annotations and warnings, until one refuses it.
-func (s *Server) runAdmission(ctx context.Context, res *registry.Resource, sub subresource, obj, old runtime.Object, opts writeOptions,
-	phase func(admission.Plugin, context.Context, *admission.Attributes, admission.Objects) admission.Result) error {
-	if len(s.cfg.Admission) == 0 {
-		return nil
-	}
+// deleteAdmission runs the validating admission of the plugins that see
+// deletes on the deletion of obj, as stored, before it is marked or
+// removed.
+func (s *Server) deleteAdmission(ctx context.Context, res *registry.Resource, obj runtime.Object, dryRun bool) error {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
+	a := s.attributes(ctx, res, mainResource, admission.Delete, m.GetNamespace(), m.GetName())
+	a.OldObject, a.DryRun = obj, dryRun
+	return s.runAdmission(ctx, a, admission.Plugin.Validate)
+}
+
+// connectAdmission runs the validating admission of the plugins that
+// see connects on a connect to sub of ns/name (a pod's exec or attach)
+// with its options.
+func (s *Server) connectAdmission(ctx context.Context, res *registry.Resource, sub subresource, ns, name string, options runtime.Object, kind schema.GroupVersionKind) error {
+	a := s.attributes(ctx, res, sub, admission.Connect, ns, name)
+	a.Object, a.Kind = options, kind
+	return s.runAdmission(ctx, a, admission.Plugin.Validate)
+}
+
+// writeAttributes describe a create (old nil) or an update.
+func (s *Server) writeAttributes(ctx context.Context, res *registry.Resource, sub subresource, obj, old runtime.Object, opts writeOptions) (*admission.Attributes, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	op := admission.Update
+	if old == nil {
+		op = admission.Create
+	}
+	a := s.attributes(ctx, res, sub, op, m.GetNamespace(), m.GetName())
+	a.Object, a.OldObject, a.DryRun = obj, old, opts.dryRun
+	return a, nil
+}
+
+// attributes are what every operation's attributes say: the resource,
+// the object's name and the user.
+func (s *Server) attributes(ctx context.Context, res *registry.Resource, sub subresource, op admission.Operation, ns, name string) *admission.Attributes {
 	a := &admission.Attributes{
 		Resource: res.GroupVersionResource, Kind: res.GroupVersionKind(), Subresource: string(sub),
-		Operation: admission.Update, Namespace: m.GetNamespace(), Name: m.GetName(),
-		Object: obj, OldObject: old, DryRun: opts.dryRun,
-	}
-	if old == nil {
-		a.Operation = admission.Create
+		Operation: op, Namespace: ns, Name: name,
 	}
 	if u, ok := authn.UserFrom(ctx); ok {
 		a.UserName, a.UserUID, a.UserGroups = u.Name, u.UID, u.Groups
 	}
+	return a
+}
+
+// runAdmission calls phase for every plugin that sees the operation,
+// recording their audit annotations and warnings, until one refuses it.
+func (s *Server) runAdmission(ctx context.Context, a *admission.Attributes,
+	phase func(admission.Plugin, context.Context, *admission.Attributes, admission.Objects) admission.Result) error {
 	for _, p := range s.cfg.Admission {
+		if !admission.Handles(p, a.Operation) {
+			continue
+		}
 		r := phase(p, ctx, a, storedObjects{s})
 		for k, v := range r.AuditAnnotations {
 			audit.Annotate(ctx, k, v)
@@ -92,6 +141,42 @@ func (s *Server) runAdmission(ctx context.Context, res *registry.Resource, sub s
 		}
 	}
 	return nil
+}
+
+// giveServiceResolver hands the plugins that call Services the
+// server's way of reaching them (webhooks).
+func (s *Server) giveServiceResolver() {
+	for _, p := range s.cfg.Admission {
+		if w, ok := p.(admission.WantsServiceResolver); ok {
+			w.SetServiceResolver(serviceResolver{s})
+		}
+	}
+}
+
+// serviceResolver reaches a Service as the services/proxy subresource
+// does: at one of its ready endpoints, over https.
+type serviceResolver struct{ s *Server }
+
+func (r serviceResolver) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
+	res, ok := r.s.table.Lookup(corev1.SchemeGroupVersion.WithResource("services"))
+	if !ok {
+		return nil, fmt.Errorf("services are not served")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	loc, err := r.s.serviceLocation(ctx, res, namespace, name, strconv.Itoa(int(port)))
+	if err != nil {
+		return nil, err
+	}
+	loc.Scheme = "https"
+	return loc, nil
+}
+
+// Default applies the defaults of gvr's kind to obj (admission.Defaulter).
+func (o storedObjects) Default(gvr schema.GroupVersionResource, obj runtime.Object) {
+	if res, ok := o.s.table.Lookup(gvr); ok {
+		res.ApplyDefaults(obj)
+	}
 }
 
 // storedObjects reads objects for admission plugins.

@@ -550,7 +550,9 @@ func (s *Server) deleteOptionsFrom(r *http.Request) (deleteOptions, error) {
 		}
 		do.GracePeriodSeconds = &g
 	}
-	return deleteOptionsOf(do, wo)
+	opts, err := deleteOptionsOf(do, wo)
+	opts.admit = true
+	return opts, err
 }
 
 // deleteOptionsOf checks do and turns it, with the request's wo, into

@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minik8s/minik8s/pkg/registry"
@@ -210,6 +211,9 @@ func (s *Server) servePodStream(w http.ResponseWriter, r *http.Request, res *reg
 		}
 		path = fmt.Sprintf("/portForward/%s/%s", pod.Namespace, pod.Name)
 	} else {
+		if err := s.connectPodAdmission(ctx, res, info, q); err != nil {
+			return err
+		}
 		// PodExecOptions / PodAttachOptions, in the kubelet's words.
 		for _, p := range []struct{ api, kubelet string }{{"stdin", "input"}, {"stdout", "output"}, {"stderr", "error"}, {"tty", "tty"}} {
 			v := q.Get(p.api)
@@ -247,6 +251,23 @@ func (s *Server) servePodStream(w http.ResponseWriter, r *http.Request, res *reg
 	proxy := s.kubeletProxy(loc)
 	proxy.ServeHTTP(w, r)
 	return nil
+}
+
+// connectPodAdmission runs admission on a connect to a pod's exec or
+// attach, with the PodExecOptions or PodAttachOptions of the query, as
+// kube-apiserver does before it connects.
+func (s *Server) connectPodAdmission(ctx context.Context, res *registry.Resource, info requestInfo, q url.Values) error {
+	flag := func(name string) bool { b, _ := strconv.ParseBool(q.Get(name)); return b }
+	var options runtime.Object = &corev1.PodAttachOptions{Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"),
+		TTY: flag("tty"), Container: q.Get("container")}
+	kind := corev1.SchemeGroupVersion.WithKind("PodAttachOptions")
+	if info.Subresource == "exec" {
+		options = &corev1.PodExecOptions{Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"),
+			TTY: flag("tty"), Container: q.Get("container"), Command: q["command"]}
+		kind = corev1.SchemeGroupVersion.WithKind("PodExecOptions")
+	}
+	options.GetObjectKind().SetGroupVersionKind(kind)
+	return s.connectAdmission(ctx, res, subresource(info.Subresource), info.Namespace, info.Name, options, kind)
 }
 
 // podContainer reads the pod and picks the container: the one named, or

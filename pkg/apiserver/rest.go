@@ -396,6 +396,10 @@ type deleteOptions struct {
 	grace         *int64
 	propagation   metav1.DeletionPropagation
 	preconditions *metav1.Preconditions
+	// admit runs admission on the deletion: a client's delete, not the
+	// apiserver's own (an eviction, a CRD's objects going with it), as
+	// in Kubernetes.
+	admit bool
 }
 
 // deleteObject deletes at once, or marks the object for deletion when
@@ -417,6 +421,14 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, ns, n
 			if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
 				return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
 			}
+		}
+		if opts.admit {
+			// Once, on the object as first read; a retry after a
+			// conflict does not ask again.
+			if err := s.deleteAdmission(ctx, res, obj, opts.dryRun); err != nil {
+				return nil, err
+			}
+			opts.admit = false
 		}
 		changed := setGCFinalizers(m, propagationFor(res, m, opts.propagation))
 		grace, graceful := int64(0), false

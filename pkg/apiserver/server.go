@@ -253,6 +253,7 @@ func New(cfg Config) (*Server, error) {
 		s.summaries = newSummaryCache(kubeletSummaries{client: s.kubelet.client}, cfg.MetricsCacheTTL, cfg.Now)
 		s.metricsCodecs = newMetricsCodecs()
 	}
+	s.giveServiceResolver()
 	return s, nil
 }
 

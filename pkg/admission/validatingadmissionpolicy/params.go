@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minik8s/minik8s/pkg/admission"
+	"github.com/minik8s/minik8s/pkg/admission/matching"
 )
 
 // params returns the params binding b gives policy p, each to be
@@ -71,7 +72,7 @@ func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy
 			return nil, err
 		}
 		for _, obj := range list {
-			if sel.Matches(labels.Set(labelsOf(obj))) {
+			if sel.Matches(labels.Set(matching.LabelsOf(obj))) {
 				found = append(found, obj)
 			}
 		}
@@ -83,7 +84,7 @@ func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy
 		return nil, nil
 	}
 	for i, obj := range found {
-		u, err := toUnstructured(obj, gvk)
+		u, err := admission.ToUnstructured(obj, gvk)
 		if err != nil {
 			return nil, err
 		}

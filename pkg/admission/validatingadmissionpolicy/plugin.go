@@ -32,25 +32,22 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/minik8s/minik8s/pkg/admission"
+	"github.com/minik8s/minik8s/pkg/admission/matching"
 )
 
 var (
-	policiesGVR   = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies")
-	bindingsGVR   = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings")
-	namespacesGVR = corev1.SchemeGroupVersion.WithResource("namespaces")
+	policiesGVR = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies")
+	bindingsGVR = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings")
 )
 
 // ValidationFailureAnnotation is the audit annotation of failed
@@ -120,13 +117,17 @@ func (pl *Plugin) Validate(ctx context.Context, a *admission.Attributes, objects
 	if len(policies) == 0 {
 		return admission.Result{}
 	}
-	e := &evaluation{plugin: pl, ctx: ctx, objects: objects, req: request{Attributes: a}, result: admission.Result{AuditAnnotations: map[string]string{}}}
+	req, err := matching.NewRequest(ctx, a, objects)
+	if err != nil {
+		return admission.Result{Err: err}
+	}
+	e := &evaluation{plugin: pl, ctx: ctx, objects: objects, req: req, namespace: req.NamespaceObject, result: admission.Result{AuditAnnotations: map[string]string{}}}
 	if err := e.prepare(); err != nil {
 		return admission.Result{Err: err}
 	}
 	var matched []*admissionregistrationv1.ValidatingAdmissionPolicy
 	for _, p := range policies {
-		if e.req.matches(p.Spec.MatchConstraints, false) {
+		if e.req.Matches(p.Spec.MatchConstraints, false) {
 			matched = append(matched, p)
 		}
 	}
@@ -139,7 +140,7 @@ func (pl *Plugin) Validate(ctx context.Context, a *admission.Attributes, objects
 	}
 	for _, p := range matched {
 		for _, b := range bindings {
-			if b.Spec.PolicyName == p.Name && e.req.matches(b.Spec.MatchResources, true) {
+			if b.Spec.PolicyName == p.Name && e.req.Matches(b.Spec.MatchResources, true) {
 				e.evaluate(p, b)
 			}
 		}
@@ -152,7 +153,7 @@ type evaluation struct {
 	plugin    *Plugin
 	ctx       context.Context
 	objects   admission.Objects
-	req       request
+	req       matching.Request
 	namespace *corev1.Namespace
 	attrs     *k8sadmission.VersionedAttributes
 	authz     authorizer.UnconditionalAuthorizer
@@ -176,39 +177,13 @@ type validationFailure struct {
 	ValidationActions []admissionregistrationv1.ValidationAction `json:"validationActions"`
 }
 
-// prepare reads the namespace and builds the CEL inputs: the objects
-// in their unstructured form, with their apiVersion and kind.
+// prepare builds the CEL inputs.
 func (e *evaluation) prepare() error {
-	a := e.req.Attributes
-	if e.req.isNamespace() {
-		e.req.namespaceLabels = labelsOf(a.Object)
-	} else if a.Namespace != "" {
-		obj, err := e.objects.Get(e.ctx, namespacesGVR, "", a.Namespace)
-		if err != nil {
-			return err
-		}
-		ns, ok := obj.(*corev1.Namespace)
-		if !ok {
-			return apierrors.NewInternalError(fmt.Errorf("namespace %s is a %T", a.Namespace, obj))
-		}
-		e.namespace = ns
-		e.req.namespaceLabels = ns.Labels
-		if e.req.namespaceLabels == nil {
-			e.req.namespaceLabels = map[string]string{}
-		}
-	}
-	object, err := toUnstructured(a.Object, a.Kind)
+	attrs, err := admission.Versioned(e.req.Attributes)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	oldObject, err := toUnstructured(a.OldObject, a.Kind)
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	record := k8sadmission.NewAttributesRecord(object, oldObject, a.Kind, a.Namespace, a.Name, a.Resource, a.Subresource,
-		k8sadmission.Operation(a.Operation), nil, a.DryRun, &user.DefaultInfo{Name: a.UserName, UID: a.UserUID, Groups: a.UserGroups})
-	e.attrs = &k8sadmission.VersionedAttributes{Attributes: record, VersionedKind: a.Kind,
-		VersionedObject: k8sadmission.NewLazyObject(object), VersionedOldObject: k8sadmission.NewLazyObject(oldObject)}
+	e.attrs = attrs
 	return nil
 }
 
@@ -223,33 +198,6 @@ func (e *evaluation) authorizer() authorizer.UnconditionalAuthorizer {
 		e.authz = admissionauthorizer.NewCachingAuthorizer(az)
 	}
 	return e.authz
-}
-
-// toUnstructured is obj as CEL sees it; nil stays nil.
-func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (runtime.Object, error) {
-	if obj == nil {
-		return nil, nil
-	}
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u = u.DeepCopy()
-		u.SetGroupVersionKind(gvk)
-		return u, nil
-	}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: content}
-	u.SetGroupVersionKind(gvk)
-	return u, nil
-}
-
-func labelsOf(obj runtime.Object) map[string]string {
-	m, err := meta.Accessor(obj)
-	if err != nil || m.GetLabels() == nil {
-		return map[string]string{}
-	}
-	return m.GetLabels()
 }
 
 // evaluate runs policy p as binding b puts it in force, once per param.

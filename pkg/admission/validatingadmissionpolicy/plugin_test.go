@@ -206,7 +206,7 @@ func TestValidate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &store{objects: map[schema.GroupVersionResource][]runtime.Object{
-				namespacesGVR: namespaces, configMapsGVR: params,
+				corev1.SchemeGroupVersion.WithResource("namespaces"): namespaces, configMapsGVR: params,
 				policiesGVR: {tc.policy}, bindingsGVR: {tc.binding},
 			}}
 			r := New().Validate(context.Background(), tc.attrs, s)
@@ -238,8 +238,8 @@ func TestAuditAnnotationsAndFailureList(t *testing.T) {
 		s.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "replicas", ValueExpression: "string(object.spec.replicas)"}}
 	})
 	s := &store{objects: map[schema.GroupVersionResource][]runtime.Object{
-		namespacesGVR: {&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}},
-		policiesGVR:   {p}, bindingsGVR: {binding("p", nil)},
+		corev1.SchemeGroupVersion.WithResource("namespaces"): {&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}},
+		policiesGVR: {p}, bindingsGVR: {binding("p", nil)},
 	}}
 	r := New().Validate(context.Background(), attrs(deployment("test", 2, nil), ""), s)
 	if r.Err != nil || r.AuditAnnotations["p/replicas"] != "2" {
@@ -276,7 +276,7 @@ func TestCompiledOncePerResourceVersion(t *testing.T) {
 // admissionregistration objects are not looked at.
 func TestCheapWhenNothingMatches(t *testing.T) {
 	s := &store{objects: map[schema.GroupVersionResource][]runtime.Object{
-		namespacesGVR: {&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}},
+		corev1.SchemeGroupVersion.WithResource("namespaces"): {&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}},
 		policiesGVR: {policy("p", func(s *admissionregistrationv1.ValidatingAdmissionPolicySpec) {
 			s.MatchConstraints.ResourceRules = []admissionregistrationv1.NamedRuleWithOperations{deploymentRule("replicasets")}
 		})},

@@ -99,8 +99,8 @@ func TestAuthorizerVariable(t *testing.T) {
 			Message:    "only those who may delete deployments may create them"}}
 	})
 	s := &store{objects: map[schema.GroupVersionResource][]runtime.Object{
-		namespacesGVR: {&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}},
-		policiesGVR:   {p}, bindingsGVR: {binding("p", nil)},
+		corev1.SchemeGroupVersion.WithResource("namespaces"): {&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test"}}},
+		policiesGVR: {p}, bindingsGVR: {binding("p", nil)},
 	}}
 	a := attrs(deployment("test", 1, nil), "")
 	a.UserGroups = []string{"devs"}

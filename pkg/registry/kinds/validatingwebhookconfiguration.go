@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	webhookadmission "github.com/minik8s/minik8s/pkg/admission/webhook"
 	"github.com/minik8s/minik8s/pkg/registry"
 	"github.com/minik8s/minik8s/pkg/registry/printers"
 	"github.com/minik8s/minik8s/pkg/registry/validation"
@@ -164,6 +165,7 @@ func validateWebhooks(hooks []webhook) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("admissionReviewVersions"), versions, "must include at least one of v1, v1beta1"))
 		}
 		errs = append(errs, validateMatchConditions(w.matchConditions, path.Child("matchConditions"))...)
+		errs = append(errs, webhookadmission.MatchConditionErrors(w.matchConditions, path.Child("matchConditions"))...)
 	}
 	return errs
 }
