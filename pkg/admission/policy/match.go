@@ -1,4 +1,4 @@
-package validatingadmissionpolicy
+package policy
 
 import (
 	"strings"
@@ -7,23 +7,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/minik8s/minik8s/pkg/admission"
 )
 
-// request is what matching reads of a write: its attributes, and the
-// labels of its namespace (nil for cluster-scoped objects, and for a
-// Namespace itself the labels of the object).
-type request struct {
-	*admission.Attributes
-	namespaceLabels map[string]string
-}
-
-// matches says whether m (a policy's matchConstraints or a binding's
+// Matches says whether m (a policy's matchConstraints or a binding's
 // matchResources) selects the write: its namespace and object
 // selectors, then its resource rules (all resources when it has none
 // and emptyRulesMatch, as a binding's), less its excluded rules.
-func (r request) matches(m *admissionregistrationv1.MatchResources, emptyRulesMatch bool) bool {
+func (r *Request) Matches(m *admissionregistrationv1.MatchResources, emptyRulesMatch bool) bool {
 	if m == nil {
 		return emptyRulesMatch
 	}
@@ -49,24 +39,24 @@ func (r request) matches(m *admissionregistrationv1.MatchResources, emptyRulesMa
 // namespaceMatches applies a namespace selector: cluster-scoped objects
 // other than Namespaces match any; a Namespace is matched by its own
 // labels.
-func (r request) namespaceMatches(sel *metav1.LabelSelector) bool {
+func (r *Request) namespaceMatches(sel *metav1.LabelSelector) bool {
 	if sel == nil || r.namespaceLabels == nil && !r.isNamespace() {
 		return true
 	}
 	return selectorMatches(sel, r.namespaceLabels)
 }
 
-func (r request) isNamespace() bool {
+func (r *Request) isNamespace() bool {
 	return r.Resource.Group == "" && r.Resource.Resource == "namespaces" && r.Subresource == ""
 }
 
 // objectMatches applies an object selector to the new object or the old.
-func (r request) objectMatches(sel *metav1.LabelSelector) bool {
+func (r *Request) objectMatches(sel *metav1.LabelSelector) bool {
 	if sel == nil {
 		return true
 	}
 	for _, obj := range []runtime.Object{r.Object, r.OldObject} {
-		if obj != nil && selectorMatches(sel, labelsOf(obj)) {
+		if obj != nil && selectorMatches(sel, LabelsOf(obj)) {
 			return true
 		}
 	}
@@ -80,7 +70,7 @@ func selectorMatches(sel *metav1.LabelSelector, l map[string]string) bool {
 
 // ruleMatches applies one rule: operations, groups, versions and
 // resource[/subresource] with their wildcards, scope and names.
-func (r request) ruleMatches(rule *admissionregistrationv1.NamedRuleWithOperations) bool {
+func (r *Request) ruleMatches(rule *admissionregistrationv1.NamedRuleWithOperations) bool {
 	if !anyOf(rule.Operations, admissionregistrationv1.OperationType(r.Operation)) ||
 		!anyOf(rule.APIGroups, r.Resource.Group) || !anyOf(rule.APIVersions, r.Resource.Version) {
 		return false

@@ -1,4 +1,4 @@
-package validatingadmissionpolicy
+package policy
 
 import (
 	"errors"
@@ -14,16 +14,15 @@ import (
 	"github.com/minik8s/minik8s/pkg/admission"
 )
 
-// params returns the params binding b gives policy p, each to be
-// evaluated on its own: one nil when p takes none; none when none is
-// found and b allows it. paramRef.namespace, when unset, is the
-// request's for namespaced param kinds.
-func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) ([]runtime.Object, error) {
-	kind := p.Spec.ParamKind
+// Params returns the params a binding's ref gives a policy of kind,
+// each to be evaluated on its own: one nil when the policy takes none
+// (kind nil); none when none is found and ref allows it.
+// paramRef.namespace, when unset, is the request's for namespaced param
+// kinds. The params are in their unstructured form, as CEL sees them.
+func (r *Request) Params(kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef) ([]runtime.Object, error) {
 	if kind == nil {
 		return []runtime.Object{nil}, nil
 	}
-	ref := b.Spec.ParamRef
 	if ref == nil {
 		return nil, fmt.Errorf("paramKind kind `%s` is set but paramRef is nil", kind.Kind)
 	}
@@ -32,7 +31,7 @@ func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy
 		return nil, err
 	}
 	gvk := gv.WithKind(kind.Kind)
-	resolver, ok := e.objects.(admission.KindResolver)
+	resolver, ok := r.objects.(admission.KindResolver)
 	var gvr schema.GroupVersionResource
 	var namespaced bool
 	if ok {
@@ -45,7 +44,7 @@ func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy
 	if namespaced {
 		namespace = ref.Namespace
 		if namespace == "" {
-			namespace = e.req.Namespace
+			namespace = r.Attributes.Namespace
 		}
 		if namespace == "" {
 			return nil, errors.New("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
@@ -53,7 +52,7 @@ func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy
 	}
 	var found []runtime.Object
 	if ref.Name != "" {
-		obj, err := e.objects.Get(e.ctx, gvr, namespace, ref.Name)
+		obj, err := r.objects.Get(r.ctx, gvr, namespace, ref.Name)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -66,12 +65,12 @@ func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy
 		if err != nil {
 			return nil, err
 		}
-		list, err := e.objects.List(e.ctx, gvr, namespace)
+		list, err := r.objects.List(r.ctx, gvr, namespace)
 		if err != nil {
 			return nil, err
 		}
 		for _, obj := range list {
-			if sel.Matches(labels.Set(labelsOf(obj))) {
+			if sel.Matches(labels.Set(LabelsOf(obj))) {
 				found = append(found, obj)
 			}
 		}
@@ -83,7 +82,7 @@ func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy
 		return nil, nil
 	}
 	for i, obj := range found {
-		u, err := toUnstructured(obj, gvk)
+		u, err := ToUnstructured(obj, gvk)
 		if err != nil {
 			return nil, err
 		}
