@@ -12,9 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/minik8s/minik8s/pkg/admission"
 	"github.com/minik8s/minik8s/pkg/admission/limitranger"
+	"github.com/minik8s/minik8s/pkg/admission/mutatingadmissionpolicy"
 	"github.com/minik8s/minik8s/pkg/admission/podsecurity"
 	"github.com/minik8s/minik8s/pkg/admission/resourcequota"
 	"github.com/minik8s/minik8s/pkg/admission/validatingadmissionpolicy"
@@ -26,10 +28,11 @@ import (
 // DefaultAdmission is the admission an apiserver runs unless its Config
 // says otherwise: kube-apiserver's default-enabled plugins that minik8s
 // has, in order (LimitRanger mutates and validates, then PodSecurity,
-// ValidatingAdmissionPolicy, and ResourceQuota, last
-// as in kube-apiserver, charges what the others let through).
+// MutatingAdmissionPolicy mutates, then ValidatingAdmissionPolicy, and
+// ResourceQuota, last as in kube-apiserver, charges what the others let
+// through).
 func DefaultAdmission() []admission.Plugin {
-	return []admission.Plugin{limitranger.New(), podsecurity.New(), validatingadmissionpolicy.New(), resourcequota.New()}
+	return []admission.Plugin{limitranger.New(), podsecurity.New(), mutatingadmissionpolicy.New(), validatingadmissionpolicy.New(), resourcequota.New()}
 }
 
 // validateAdmission runs the validating admission plugins on a create
@@ -70,7 +73,7 @@ func (s *Server) runAdmission(ctx context.Context, res *registry.Resource, sub s
 	a := &admission.Attributes{
 		Resource: res.GroupVersionResource, Kind: res.GroupVersionKind(), Subresource: string(sub),
 		Operation: admission.Update, Namespace: m.GetNamespace(), Name: m.GetName(),
-		Object: obj, OldObject: old, DryRun: opts.dryRun,
+		Object: obj, OldObject: old, DryRun: opts.dryRun, Default: res.ApplyDefaults,
 	}
 	if old == nil {
 		a.Operation = admission.Create
@@ -124,6 +127,20 @@ func (o storedObjects) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVer
 		return schema.GroupVersionResource{}, false, false
 	}
 	return res.GroupVersionResource, res.Namespaced, true
+}
+
+// FieldTypes is the schema server-side apply merges gvk's objects with
+// (admission.FieldTypesResolver).
+func (o storedObjects) FieldTypes(gvk schema.GroupVersionKind) (managedfields.TypeConverter, error) {
+	res, ok := o.s.table.ForKind(gvk)
+	if !ok {
+		return nil, fmt.Errorf("no resource serves %v", gvk)
+	}
+	fieldTypes := o.s.fieldTypes
+	if res.FieldTypes != nil {
+		fieldTypes = res.FieldTypes
+	}
+	return fieldTypes()
 }
 
 // UpdateStatus writes obj's status on the condition of its
