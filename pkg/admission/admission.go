@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
@@ -56,6 +57,11 @@ type Attributes struct {
 	UserName   string
 	UserUID    string
 	UserGroups []string
+	// Default fills the kind's defaults in an object of Kind, as the
+	// apiserver did before admission: a Mutator that rewrites Object
+	// calls it on what it made, as kube-apiserver defaults what a
+	// mutating admission policy returns. Nil when there are none.
+	Default func(runtime.Object)
 }
 
 // Objects reads stored objects for a plugin.
@@ -156,6 +162,15 @@ type KindResolver interface {
 	ResourceFor(gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced, ok bool)
 	// KindFor returns the kind of a served resource.
 	KindFor(gvr schema.GroupVersionResource) (gvk schema.GroupVersionKind, ok bool)
+}
+
+// FieldTypesResolver is what Objects also offers where a plugin merges
+// into objects with server-side apply's semantics (a
+// MutatingAdmissionPolicy's ApplyConfiguration).
+type FieldTypesResolver interface {
+	// FieldTypes returns the structured-merge-diff schema of gvk's
+	// objects, as server-side apply uses it.
+	FieldTypes(gvk schema.GroupVersionKind) (managedfields.TypeConverter, error)
 }
 
 // SchemaResolver is what Objects also offers where a plugin reads the

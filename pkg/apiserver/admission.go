@@ -15,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/minik8s/minik8s/pkg/admission"
 	"github.com/minik8s/minik8s/pkg/admission/limitranger"
+	"github.com/minik8s/minik8s/pkg/admission/mutatingadmissionpolicy"
 	"github.com/minik8s/minik8s/pkg/admission/podsecurity"
 	"github.com/minik8s/minik8s/pkg/admission/resourcequota"
 	"github.com/minik8s/minik8s/pkg/admission/runtimeclass"
@@ -31,12 +33,13 @@ import (
 // DefaultAdmission is the admission an apiserver runs unless its Config
 // says otherwise: kube-apiserver's default-enabled plugins that minik8s
 // has, in order (LimitRanger mutates and validates, then PodSecurity,
-// RuntimeClass, MutatingAdmissionWebhook, ValidatingAdmissionPolicy,
-// ValidatingAdmissionWebhook, and ResourceQuota, last as in
-// kube-apiserver, charges what the others let through).
+// RuntimeClass, MutatingAdmissionWebhook, MutatingAdmissionPolicy,
+// ValidatingAdmissionPolicy, ValidatingAdmissionWebhook, and
+// ResourceQuota, last as in kube-apiserver, charges what the others let
+// through).
 func DefaultAdmission() []admission.Plugin {
-	return []admission.Plugin{limitranger.New(), podsecurity.New(), runtimeclass.New(), webhook.NewMutating(), validatingadmissionpolicy.New(),
-		webhook.NewValidating(), resourcequota.New()}
+	return []admission.Plugin{limitranger.New(), podsecurity.New(), runtimeclass.New(), webhook.NewMutating(), mutatingadmissionpolicy.New(),
+		validatingadmissionpolicy.New(), webhook.NewValidating(), resourcequota.New()}
 }
 
 // validateAdmission runs the validating admission plugins on a create
@@ -113,7 +116,7 @@ func (s *Server) writeAttributes(ctx context.Context, res *registry.Resource, su
 func (s *Server) attributes(ctx context.Context, res *registry.Resource, sub subresource, op admission.Operation, ns, name string) *admission.Attributes {
 	a := &admission.Attributes{
 		Resource: res.GroupVersionResource, Kind: res.GroupVersionKind(), Subresource: string(sub),
-		Operation: op, Namespace: ns, Name: name,
+		Operation: op, Namespace: ns, Name: name, Default: res.ApplyDefaults,
 	}
 	if u, ok := authn.UserFrom(ctx); ok {
 		a.UserName, a.UserUID, a.UserGroups = u.Name, u.UID, u.Groups
@@ -210,6 +213,20 @@ func (o storedObjects) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVer
 		return schema.GroupVersionResource{}, false, false
 	}
 	return res.GroupVersionResource, res.Namespaced, true
+}
+
+// FieldTypes is the schema server-side apply merges gvk's objects with
+// (admission.FieldTypesResolver).
+func (o storedObjects) FieldTypes(gvk schema.GroupVersionKind) (managedfields.TypeConverter, error) {
+	res, ok := o.s.table.ForKind(gvk)
+	if !ok {
+		return nil, fmt.Errorf("no resource serves %v", gvk)
+	}
+	fieldTypes := o.s.fieldTypes
+	if res.FieldTypes != nil {
+		fieldTypes = res.FieldTypes
+	}
+	return fieldTypes()
 }
 
 // UpdateStatus writes obj's status on the condition of its

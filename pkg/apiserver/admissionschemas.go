@@ -132,5 +132,6 @@ func (o storedObjects) Authorize(ctx context.Context, a authorizer.Attributes) (
 var (
 	_ admission.KindResolver             = storedObjects{}
 	_ admission.SchemaResolver           = storedObjects{}
+	_ admission.FieldTypesResolver       = storedObjects{}
 	_ authorizer.UnconditionalAuthorizer = storedObjects{}
 )

@@ -1,21 +1,15 @@
 package validatingadmissionpolicy
 
 import (
-	"sync"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/cel/environment"
-)
 
-// baseEnv is Kubernetes' CEL environment (its libraries and cost
-// limits), built once: building it takes a while.
-var baseEnv = sync.OnceValue(func() *environment.EnvSet {
-	return environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
-})
+	admissionpolicy "github.com/minik8s/minik8s/pkg/admission/policy"
+)
 
 // declarations are the optional variables a policy's expressions see:
 // params when it has a paramKind; authorizer for all but the
@@ -49,7 +43,7 @@ func expressionsOf(p *admissionregistrationv1.ValidatingAdmissionPolicy) express
 // compiler returns a compiler that knows p's variables, and the
 // compilation result of each variable.
 func compiler(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode environment.Type) (*plugincel.CompositedCompiler, []plugincel.CompilationResult, error) {
-	c, err := plugincel.NewCompositedCompiler(baseEnv())
+	c, err := plugincel.NewCompositedCompiler(admissionpolicy.BaseEnv())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -26,28 +26,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	k8sadmission "k8s.io/apiserver/pkg/admission"
-	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/minik8s/minik8s/pkg/admission"
-	"github.com/minik8s/minik8s/pkg/admission/matching"
+	admissionpolicy "github.com/minik8s/minik8s/pkg/admission/policy"
 )
 
 var (
-	policiesGVR = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies")
-	bindingsGVR = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings")
+	policiesGVR   = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies")
+	bindingsGVR   = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings")
+	namespacesGVR = corev1.SchemeGroupVersion.WithResource("namespaces")
 )
 
 // ValidationFailureAnnotation is the audit annotation of failed
@@ -56,48 +51,19 @@ const ValidationFailureAnnotation = "validation.policy.admission.k8s.io/validati
 
 // Plugin is the ValidatingAdmissionPolicy admission plugin.
 type Plugin struct {
-	mu sync.Mutex
-	// compiled holds each policy's evaluator by name, with the
-	// resourceVersion it was compiled from.
-	compiled map[string]compiledPolicy
-}
-
-type compiledPolicy struct {
-	resourceVersion string
-	validator       validating.Validator
+	// compiled holds each policy's evaluator.
+	compiled admissionpolicy.Cache[validating.Validator]
 }
 
 // New returns the plugin.
-func New() *Plugin { return &Plugin{compiled: map[string]compiledPolicy{}} }
+func New() *Plugin { return &Plugin{} }
 
 // Name is the plugin's name in kube-apiserver.
 func (*Plugin) Name() string { return "ValidatingAdmissionPolicy" }
 
-// validatorFor returns p's evaluator, compiling it when p changed, and
-// forgets the policies not in live.
+// validatorFor returns p's evaluator, compiling it when p changed.
 func (pl *Plugin) validatorFor(p *admissionregistrationv1.ValidatingAdmissionPolicy) validating.Validator {
-	pl.mu.Lock()
-	c, ok := pl.compiled[p.Name]
-	pl.mu.Unlock()
-	if ok && c.resourceVersion == p.ResourceVersion && p.ResourceVersion != "" {
-		return c.validator
-	}
-	v := compile(p)
-	pl.mu.Lock()
-	pl.compiled[p.Name] = compiledPolicy{p.ResourceVersion, v}
-	pl.mu.Unlock()
-	return v
-}
-
-// forget drops the evaluators of policies that are gone.
-func (pl *Plugin) forget(live map[string]bool) {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	for name := range pl.compiled {
-		if !live[name] {
-			delete(pl.compiled, name)
-		}
-	}
+	return pl.compiled.Get(p.Name, p.ResourceVersion, func() validating.Validator { return compile(p) })
 }
 
 // Validate checks the write against the policies bound to it.
@@ -113,18 +79,15 @@ func (pl *Plugin) Validate(ctx context.Context, a *admission.Attributes, objects
 	for _, p := range policies {
 		live[p.Name] = true
 	}
-	pl.forget(live)
+	pl.compiled.Forget(live)
 	if len(policies) == 0 {
 		return admission.Result{}
 	}
-	req, err := matching.NewRequest(ctx, a, objects)
+	req, err := admissionpolicy.NewRequest(ctx, a, objects)
 	if err != nil {
 		return admission.Result{Err: err}
 	}
-	e := &evaluation{plugin: pl, ctx: ctx, objects: objects, req: req, namespace: req.NamespaceObject, result: admission.Result{AuditAnnotations: map[string]string{}}}
-	if err := e.prepare(); err != nil {
-		return admission.Result{Err: err}
-	}
+	e := &evaluation{plugin: pl, ctx: ctx, req: req, result: admission.Result{AuditAnnotations: map[string]string{}}}
 	var matched []*admissionregistrationv1.ValidatingAdmissionPolicy
 	for _, p := range policies {
 		if e.req.Matches(p.Spec.MatchConstraints, false) {
@@ -150,16 +113,12 @@ func (pl *Plugin) Validate(ctx context.Context, a *admission.Attributes, objects
 
 // evaluation is the check of one write.
 type evaluation struct {
-	plugin    *Plugin
-	ctx       context.Context
-	objects   admission.Objects
-	req       matching.Request
-	namespace *corev1.Namespace
-	attrs     *k8sadmission.VersionedAttributes
-	authz     authorizer.UnconditionalAuthorizer
-	result    admission.Result
-	denied    []denial
-	failures  []validationFailure
+	plugin   *Plugin
+	ctx      context.Context
+	req      *admissionpolicy.Request
+	result   admission.Result
+	denied   []denial
+	failures []validationFailure
 }
 
 // denial is a refusal of a policy through a binding.
@@ -177,32 +136,9 @@ type validationFailure struct {
 	ValidationActions []admissionregistrationv1.ValidationAction `json:"validationActions"`
 }
 
-// prepare builds the CEL inputs.
-func (e *evaluation) prepare() error {
-	attrs, err := admission.Versioned(e.req.Attributes)
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	e.attrs = attrs
-	return nil
-}
-
-// authorizer is what a policy's authorizer variable asks: the server's
-// authorizer when objects offers it, each answer asked once per write.
-func (e *evaluation) authorizer() authorizer.UnconditionalAuthorizer {
-	if e.authz == nil {
-		az, ok := e.objects.(authorizer.UnconditionalAuthorizer)
-		if !ok {
-			return nil
-		}
-		e.authz = admissionauthorizer.NewCachingAuthorizer(az)
-	}
-	return e.authz
-}
-
 // evaluate runs policy p as binding b puts it in force, once per param.
 func (e *evaluation) evaluate(p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
-	params, err := e.params(p, b)
+	params, err := e.req.Params(p.Spec.ParamKind, b.Spec.ParamRef)
 	if err != nil {
 		e.configError(p, b, err)
 		return
@@ -213,7 +149,7 @@ func (e *evaluation) evaluate(p *admissionregistrationv1.ValidatingAdmissionPoli
 		if param != nil {
 			versionedParams = param
 		}
-		r := v.Validate(e.ctx, e.req.Resource, e.attrs, versionedParams, e.namespace, celconfig.RuntimeCELCostBudget, e.authorizer())
+		r := v.Validate(e.ctx, e.req.Resource, e.req.Versioned, versionedParams, e.req.NamespaceObject, celconfig.RuntimeCELCostBudget, e.req.Authorizer())
 		for i, d := range r.Decisions {
 			if d.Action != validating.ActionDeny {
 				continue
@@ -292,28 +228,9 @@ func reasonCode(r metav1.StatusReason) int32 {
 }
 
 func listPolicies(ctx context.Context, objects admission.Objects) ([]*admissionregistrationv1.ValidatingAdmissionPolicy, error) {
-	return listSorted[*admissionregistrationv1.ValidatingAdmissionPolicy](ctx, objects, policiesGVR)
+	return admissionpolicy.List[*admissionregistrationv1.ValidatingAdmissionPolicy](ctx, objects, policiesGVR)
 }
 
 func listBindings(ctx context.Context, objects admission.Objects) ([]*admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
-	return listSorted[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](ctx, objects, bindingsGVR)
-}
-
-// listSorted lists the objects of gvr, by name.
-func listSorted[T interface {
-	runtime.Object
-	GetName() string
-}](ctx context.Context, objects admission.Objects, gvr schema.GroupVersionResource) ([]T, error) {
-	list, err := objects.List(ctx, gvr, "")
-	if err != nil {
-		return nil, err
-	}
-	var out []T
-	for _, o := range list {
-		if t, ok := o.(T); ok {
-			out = append(out, t)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
-	return out, nil
+	return admissionpolicy.List[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](ctx, objects, bindingsGVR)
 }

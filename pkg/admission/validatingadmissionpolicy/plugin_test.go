@@ -266,8 +266,8 @@ func TestCompiledOncePerResourceVersion(t *testing.T) {
 	if pl.validatorFor(changed) == first {
 		t.Error("a new resourceVersion kept the old program")
 	}
-	pl.forget(map[string]bool{})
-	if len(pl.compiled) != 0 {
+	pl.compiled.Forget(map[string]bool{})
+	if pl.compiled.Len() != 0 {
 		t.Error("a deleted policy's program is kept")
 	}
 }

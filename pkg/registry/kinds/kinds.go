@@ -25,6 +25,7 @@ func Builtin() []*registry.Resource {
 		storageVersionMigrations(), customResourceDefinitions(), podDisruptionBudgets(), resourceQuotas(), limitRanges(),
 		eventsAPIEvents(), deviceClasses(), deviceTaintRules(), resourceClaims(), resourceClaimTemplates(), resourceSlices(),
 		validatingAdmissionPolicies(), validatingAdmissionPolicyBindings(), validatingWebhookConfigurations(), mutatingWebhookConfigurations(),
+		mutatingAdmissionPolicies(), mutatingAdmissionPolicyBindings(),
 		apiServices(),
 	}
 }

@@ -89,17 +89,7 @@ func validatePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) field.
 	if p.Spec.FailurePolicy != nil {
 		errs = append(errs, validation.Enum(*p.Spec.FailurePolicy, failurePolicies, spec.Child("failurePolicy"))...)
 	}
-	if pk := p.Spec.ParamKind; pk != nil {
-		path := spec.Child("paramKind")
-		if pk.Kind == "" {
-			errs = append(errs, field.Required(path.Child("kind"), ""))
-		}
-		if pk.APIVersion == "" {
-			errs = append(errs, field.Required(path.Child("apiVersion"), ""))
-		} else if gv, err := schema.ParseGroupVersion(pk.APIVersion); err != nil || gv.Version == "" {
-			errs = append(errs, field.Invalid(path.Child("apiVersion"), pk.APIVersion, "must be <group>/<version> or <version>"))
-		}
-	}
+	errs = append(errs, validateParamKind(p.Spec.ParamKind, spec.Child("paramKind"))...)
 	if p.Spec.MatchConstraints == nil {
 		errs = append(errs, field.Required(spec.Child("matchConstraints"), ""))
 	} else {
@@ -120,19 +110,7 @@ func validatePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) field.
 			errs = append(errs, validation.Enum(*v.Reason, denyReasons, path.Child("reason"))...)
 		}
 	}
-	names := sets.New[string]()
-	for i, v := range p.Spec.Variables {
-		path := spec.Child("variables").Index(i)
-		if v.Name == "" {
-			errs = append(errs, field.Required(path.Child("name"), ""))
-		} else if !celIdentifier(v.Name) {
-			errs = append(errs, field.Invalid(path.Child("name"), v.Name, "name is not a valid CEL identifier"))
-		}
-		if strings.TrimSpace(v.Expression) == "" {
-			errs = append(errs, field.Required(path.Child("expression"), ""))
-		}
-		names.Insert(v.Name)
-	}
+	errs = append(errs, validateVariables(p.Spec.Variables, spec.Child("variables"))...)
 	keys := sets.New[string]()
 	for i, a := range p.Spec.AuditAnnotations {
 		path := spec.Child("auditAnnotations").Index(i)
@@ -151,6 +129,41 @@ func validatePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) field.
 		return errs // compile only what is well formed
 	}
 	return validatingadmissionpolicy.CompileErrors(p)
+}
+
+// validateParamKind checks a policy's paramKind, when it has one.
+func validateParamKind(pk *admissionregistrationv1.ParamKind, path *field.Path) field.ErrorList {
+	if pk == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if pk.Kind == "" {
+		errs = append(errs, field.Required(path.Child("kind"), ""))
+	}
+	if pk.APIVersion == "" {
+		errs = append(errs, field.Required(path.Child("apiVersion"), ""))
+	} else if gv, err := schema.ParseGroupVersion(pk.APIVersion); err != nil || gv.Version == "" {
+		errs = append(errs, field.Invalid(path.Child("apiVersion"), pk.APIVersion, "must be <group>/<version> or <version>"))
+	}
+	return errs
+}
+
+// validateVariables checks the names and presence of a policy's
+// variables (their expressions compile with the rest).
+func validateVariables(vars []admissionregistrationv1.Variable, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, v := range vars {
+		p := path.Index(i)
+		if v.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		} else if !celIdentifier(v.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), v.Name, "name is not a valid CEL identifier"))
+		}
+		if strings.TrimSpace(v.Expression) == "" {
+			errs = append(errs, field.Required(p.Child("expression"), ""))
+		}
+	}
+	return errs
 }
 
 // celIdentifier reports whether s is a CEL identifier (a variable's name).

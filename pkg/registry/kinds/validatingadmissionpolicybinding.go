@@ -42,34 +42,8 @@ var (
 func validateBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) field.ErrorList {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
-	if b.Spec.PolicyName == "" {
-		errs = append(errs, field.Required(spec.Child("policyName"), ""))
-	} else {
-		for _, msg := range apivalidation.NameIsDNSSubdomain(b.Spec.PolicyName, false) {
-			errs = append(errs, field.Invalid(spec.Child("policyName"), b.Spec.PolicyName, msg))
-		}
-	}
-	if ref := b.Spec.ParamRef; ref != nil {
-		path := spec.Child("paramRef")
-		switch {
-		case ref.Name != "" && ref.Selector != nil:
-			errs = append(errs, field.Forbidden(path.Child("name"), "name and selector are mutually exclusive"))
-		case ref.Name == "" && ref.Selector == nil:
-			errs = append(errs, field.Required(path, "one of name or selector must be specified"))
-		case ref.Selector != nil:
-			errs = append(errs, validation.LabelSelector(ref.Selector, path.Child("selector"))...)
-		}
-		if ref.Namespace != "" {
-			for _, msg := range apivalidation.ValidateNamespaceName(ref.Namespace, false) {
-				errs = append(errs, field.Invalid(path.Child("namespace"), ref.Namespace, msg))
-			}
-		}
-		if ref.ParameterNotFoundAction == nil {
-			errs = append(errs, field.Required(path.Child("parameterNotFoundAction"), ""))
-		} else {
-			errs = append(errs, validation.Enum(*ref.ParameterNotFoundAction, parameterNotFoundActions, path.Child("parameterNotFoundAction"))...)
-		}
-	}
+	errs = append(errs, validatePolicyName(b.Spec.PolicyName, spec.Child("policyName"))...)
+	errs = append(errs, validateParamRef(b.Spec.ParamRef, spec.Child("paramRef"))...)
 	if m := b.Spec.MatchResources; m != nil {
 		errs = append(errs, validateMatchResources(m, false, spec.Child("matchResources"))...)
 	}
@@ -91,6 +65,46 @@ func validateBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	return errs
 }
 
+// validatePolicyName checks the policy a binding names.
+func validatePolicyName(name string, path *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	for _, msg := range apivalidation.NameIsDNSSubdomain(name, false) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	return errs
+}
+
+// validateParamRef checks a binding's paramRef, when it has one: a name
+// or a selector, and what to do when no param is found.
+func validateParamRef(ref *admissionregistrationv1.ParamRef, path *field.Path) field.ErrorList {
+	if ref == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch {
+	case ref.Name != "" && ref.Selector != nil:
+		errs = append(errs, field.Forbidden(path.Child("name"), "name and selector are mutually exclusive"))
+	case ref.Name == "" && ref.Selector == nil:
+		errs = append(errs, field.Required(path, "one of name or selector must be specified"))
+	case ref.Selector != nil:
+		errs = append(errs, validation.LabelSelector(ref.Selector, path.Child("selector"))...)
+	}
+	if ref.Namespace != "" {
+		for _, msg := range apivalidation.ValidateNamespaceName(ref.Namespace, false) {
+			errs = append(errs, field.Invalid(path.Child("namespace"), ref.Namespace, msg))
+		}
+	}
+	if ref.ParameterNotFoundAction == nil {
+		errs = append(errs, field.Required(path.Child("parameterNotFoundAction"), ""))
+	} else {
+		errs = append(errs, validation.Enum(*ref.ParameterNotFoundAction, parameterNotFoundActions, path.Child("parameterNotFoundAction"))...)
+	}
+	return errs
+}
+
 var bindingPrinter = printers.Typed(
 	[]metav1.TableColumnDefinition{
 		printers.NameColumn(),
@@ -99,17 +113,21 @@ var bindingPrinter = printers.Typed(
 		printers.AgeColumn(),
 	},
 	func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, now time.Time) []interface{} {
-		paramRef := "<unset>"
-		if ref := b.Spec.ParamRef; ref != nil {
-			switch {
-			case ref.Name != "" && ref.Namespace != "":
-				paramRef = ref.Namespace + "/" + ref.Name
-			case ref.Name != "":
-				paramRef = "*/" + ref.Name
-			case ref.Selector != nil:
-				paramRef = metav1.FormatLabelSelector(ref.Selector)
-			}
-		}
-		return []interface{}{b.Name, b.Spec.PolicyName, paramRef, printers.Age(b.CreationTimestamp, now)}
+		return []interface{}{b.Name, b.Spec.PolicyName, paramRefColumn(b.Spec.ParamRef), printers.Age(b.CreationTimestamp, now)}
 	},
 )
+
+// paramRefColumn is a binding's PARAMREF column: namespace/name, */name
+// when the namespace is the request's, or the selector.
+func paramRefColumn(ref *admissionregistrationv1.ParamRef) string {
+	switch {
+	case ref == nil:
+	case ref.Name != "" && ref.Namespace != "":
+		return ref.Namespace + "/" + ref.Name
+	case ref.Name != "":
+		return "*/" + ref.Name
+	case ref.Selector != nil:
+		return metav1.FormatLabelSelector(ref.Selector)
+	}
+	return "<unset>"
+}

@@ -1,4 +1,4 @@
-package validatingadmissionpolicy
+package policy
 
 import (
 	"errors"
@@ -15,16 +15,15 @@ import (
 	"github.com/minik8s/minik8s/pkg/admission/matching"
 )
 
-// params returns the params binding b gives policy p, each to be
-// evaluated on its own: one nil when p takes none; none when none is
-// found and b allows it. paramRef.namespace, when unset, is the
-// request's for namespaced param kinds.
-func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) ([]runtime.Object, error) {
-	kind := p.Spec.ParamKind
+// Params returns the params a binding's ref gives a policy of kind,
+// each to be evaluated on its own: one nil when the policy takes none
+// (kind nil); none when none is found and ref allows it.
+// paramRef.namespace, when unset, is the request's for namespaced param
+// kinds. The params are in their unstructured form, as CEL sees them.
+func (r *Request) Params(kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef) ([]runtime.Object, error) {
 	if kind == nil {
 		return []runtime.Object{nil}, nil
 	}
-	ref := b.Spec.ParamRef
 	if ref == nil {
 		return nil, fmt.Errorf("paramKind kind `%s` is set but paramRef is nil", kind.Kind)
 	}
@@ -33,7 +32,7 @@ func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy
 		return nil, err
 	}
 	gvk := gv.WithKind(kind.Kind)
-	resolver, ok := e.objects.(admission.KindResolver)
+	resolver, ok := r.objects.(admission.KindResolver)
 	var gvr schema.GroupVersionResource
 	var namespaced bool
 	if ok {
@@ -46,7 +45,7 @@ func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy
 	if namespaced {
 		namespace = ref.Namespace
 		if namespace == "" {
-			namespace = e.req.Namespace
+			namespace = r.Attributes.Namespace
 		}
 		if namespace == "" {
 			return nil, errors.New("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
@@ -54,7 +53,7 @@ func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy
 	}
 	var found []runtime.Object
 	if ref.Name != "" {
-		obj, err := e.objects.Get(e.ctx, gvr, namespace, ref.Name)
+		obj, err := r.objects.Get(r.ctx, gvr, namespace, ref.Name)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -67,7 +66,7 @@ func (e *evaluation) params(p *admissionregistrationv1.ValidatingAdmissionPolicy
 		if err != nil {
 			return nil, err
 		}
-		list, err := e.objects.List(e.ctx, gvr, namespace)
+		list, err := r.objects.List(r.ctx, gvr, namespace)
 		if err != nil {
 			return nil, err
 		}
