@@ -26,7 +26,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/admission/matching"
 )
 
-
 // BaseEnv is Kubernetes' CEL environment (its libraries and cost
 // limits), built once: building it takes a while.
 var BaseEnv = sync.OnceValue(func() *environment.EnvSet {
