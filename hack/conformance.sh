@@ -175,11 +175,19 @@ up() {
 	[ -x bin/minik8s ] && [ -x bin/kubectl ] || die "bin/minik8s or bin/kubectl is missing: make build"
 	hack/up.sh "$DATA_DIR" "$PORT"
 	# the suite's setup reads default/kubernetes; `minik8s up` publishes it
+	local ok=
 	for _ in $(seq 1 60); do
-		bin/kubectl --kubeconfig "$(kubeconfig)" -n default get service kubernetes >/dev/null 2>&1 && return
+		bin/kubectl --kubeconfig "$(kubeconfig)" -n default get service kubernetes >/dev/null 2>&1 && { ok=1; break; }
 		sleep 1
 	done
-	die "the cluster publishes no default/kubernetes Service"
+	[ -n "$ok" ] || die "the cluster publishes no default/kubernetes Service"
+	# a node under disk pressure is tainted and takes no pod: every spec
+	# with a pod would time out
+	if bin/kubectl --kubeconfig "$(kubeconfig)" get nodes \
+		-o jsonpath='{.items[*].status.conditions[?(@.type=="DiskPressure")].status}' | grep -q True; then
+		echo "conformance: warning: the node reports DiskPressure (under 10% of the file system of $DATA_DIR is free," \
+			"Kubernetes' nodefs.available<10%): it takes no pods. Free space, or put DATA_DIR on another file system." >&2
+	fi
 }
 
 down() { [ -n "${KUBECONFIG:-}" ] || hack/down.sh "$DATA_DIR"; }
