@@ -12,7 +12,7 @@ LDFLAGS   := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
              -X k8s.io/component-base/version.gitTreeState=clean
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 
-.PHONY: help build dashboard up down test test-unit test-integration test-e2e verify bench deps clean
+.PHONY: help build dashboard up down conformance test test-unit test-integration test-e2e verify bench deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ up: deps build ## run a single-node cluster in the background (logs: _output/min
 
 down: ## stop the cluster started by `make up`
 	@hack/down.sh "$(DATA_DIR)"
+
+conformance: build ## the upstream conformance suite (e2e.test v1.37.2) on the `make up` cluster (started if needed), offline: its test images are built here (root; FOCUS, SKIP, PROCS, KEEP=1; hack/conformance.sh)
+	@DATA_DIR="$(DATA_DIR)" PORT="$(PORT)" hack/conformance.sh all
 
 test: deps verify build test-unit test-integration test-e2e ## run every test tier
 

@@ -44,13 +44,23 @@ func BuildBusybox(w io.Writer) error {
 
 // BuildBusyboxFrom is BuildBusybox with the busybox binary at bin.
 func BuildBusyboxFrom(w io.Writer, bin string) error {
+	img, err := BusyboxImage(BusyboxRef, bin)
+	if err != nil {
+		return err
+	}
+	return Write(w, img)
+}
+
+// BusyboxImage is the busybox image of BuildBusybox, named name, with the
+// busybox binary at bin.
+func BusyboxImage(name, bin string) (Image, error) {
 	data, err := os.ReadFile(bin)
 	if err != nil {
-		return fmt.Errorf("busybox image: %w", err)
+		return Image{}, fmt.Errorf("busybox image: %w", err)
 	}
 	out, err := exec.Command(bin, "--list").Output()
 	if err != nil {
-		return fmt.Errorf("busybox image: list applets of %s: %w", bin, err)
+		return Image{}, fmt.Errorf("busybox image: list applets of %s: %w", bin, err)
 	}
 	files := []File{
 		{Path: "bin/busybox", Mode: 0o755, Data: data},
@@ -73,14 +83,14 @@ func BuildBusyboxFrom(w io.Writer, bin string) error {
 		}
 		files = append(files, File{Path: "bin/" + applet, Mode: fs.ModeSymlink | 0o777, Link: "busybox"})
 	}
-	return Write(w, Image{
-		Name: BusyboxRef,
+	return Image{
+		Name: name,
 		Config: ocispec.ImageConfig{
 			Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 			Cmd: []string{"sh"},
 		},
 		Files: files,
-	})
+	}, nil
 }
 
 // isStatic reports whether the ELF file at path has no program interpreter.

@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,5 +192,61 @@ func TestEnsureBuiltin(t *testing.T) {
 	after, _ := client.GetImage(nsCtx, BusyboxRef)
 	if !after.Metadata().UpdatedAt.Equal(before.Metadata().UpdatedAt) {
 		t.Error("a second EnsureBuiltin imported busybox again")
+	}
+}
+
+// TestWriteAllSharesBase writes two images on one base layer file into one
+// tarball: the base is stored once, below each image's own layer, and a
+// setuid file keeps its bit.
+func TestWriteAllSharesBase(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "base.tar")
+	var lb bytes.Buffer
+	tw := tar.NewWriter(&lb)
+	_ = tw.WriteHeader(&tar.Header{Name: "etc/os-release", Mode: 0o644, Size: 3, Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte("os\n"))
+	_ = tw.Close()
+	if err := os.WriteFile(base, lb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	err := WriteAll(&buf,
+		Image{Name: "example.com/a:1", Base: []string{base}, Files: []File{{Path: "bin/a", Mode: 0o755 | fs.ModeSetuid, Data: []byte("a")}}},
+		Image{Name: "example.com/b:2", Base: []string{base}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := readLayout(t, buf.Bytes())
+	var index ocispec.Index
+	if err := json.Unmarshal(entries["index.json"], &index); err != nil || len(index.Manifests) != 2 {
+		t.Fatalf("index.json: %v %+v", err, index)
+	}
+	baseDigest := digest.FromBytes(lb.Bytes())
+	layers := map[string][]ocispec.Descriptor{}
+	for _, m := range index.Manifests {
+		var manifest ocispec.Manifest
+		if err := json.Unmarshal(entries["blobs/sha256/"+m.Digest.Encoded()], &manifest); err != nil {
+			t.Fatal(err)
+		}
+		layers[m.Annotations["io.containerd.image.name"]] = manifest.Layers
+	}
+	a, b := layers["example.com/a:1"], layers["example.com/b:2"]
+	if len(a) != 2 || a[0].Digest != baseDigest || len(b) != 1 || b[0].Digest != baseDigest {
+		t.Fatalf("layers: a %v, b %v", a, b)
+	}
+	if !bytes.Equal(entries["blobs/sha256/"+baseDigest.Encoded()], lb.Bytes()) {
+		t.Errorf("the base layer is not the base file")
+	}
+	tr := tar.NewReader(bytes.NewReader(entries["blobs/sha256/"+a[1].Digest.Encoded()]))
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			t.Fatal("no bin/a in a's layer")
+		}
+		if hdr.Name == "bin/a" {
+			if hdr.Mode != 0o4755 {
+				t.Errorf("bin/a mode %o, want 4755", hdr.Mode)
+			}
+			break
+		}
 	}
 }

@@ -26,18 +26,27 @@ const PauseRef = "registry.k8s.io/pause:3.10"
 // fresh checkout, and gives the same image digest on every machine. A Go
 // program would be a megabyte and would need `make` before the first test.
 func BuildPause(w io.Writer) error {
-	bin, err := pauseELF(goruntime.GOARCH)
+	img, err := PauseImage(PauseRef)
 	if err != nil {
 		return err
 	}
-	return Write(w, Image{
-		Name: PauseRef,
+	return Write(w, img)
+}
+
+// PauseImage is the pause image of BuildPause, named name.
+func PauseImage(name string) (Image, error) {
+	bin, err := pauseELF(goruntime.GOARCH)
+	if err != nil {
+		return Image{}, err
+	}
+	return Image{
+		Name: name,
 		Config: ocispec.ImageConfig{
 			Entrypoint: []string{"/pause"},
 			StopSignal: "SIGTERM",
 		},
 		Files: []File{{Path: "pause", Mode: 0o755, Data: bin}},
-	})
+	}, nil
 }
 
 // Linux syscall numbers and flags the pause program uses.
