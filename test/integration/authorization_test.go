@@ -291,6 +291,10 @@ func TestAuthorizationNode(t *testing.T) {
 	wantForbidden(t, "n1 reads n2's pod's Secret", err, "no relationship found between node 'n1' and this object")
 	_, err = n1.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
 	wantForbidden(t, "n1 lists Secrets", err)
+	// Trust bundles are public: projected volumes carry them.
+	if _, err := n1.CertificatesV1().ClusterTrustBundles().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("n1 lists ClusterTrustBundles: %v", err)
+	}
 
 	p2, err := c.client.CoreV1().Pods("default").Get(ctx, "p-n2", metav1.GetOptions{})
 	if err != nil {

@@ -148,6 +148,9 @@ func (n *Node) Authorize(ctx context.Context, a Attributes) (Decision, string, e
 		}
 		return allow(a.Verb == "create" || (a.Name == node && (read || a.Verb == "update" || a.Verb == "patch" || a.Verb == "delete")),
 			"node '"+node+"' can only access its own Lease")
+	case "certificates.k8s.io/clustertrustbundles":
+		// Public trust anchors that projected volumes carry.
+		return allow(read, "")
 	case "certificates.k8s.io/certificatesigningrequests":
 		// Renewal of its own certificate (the approver checks whose).
 		return allow(a.Subresource == "" && (a.Verb == "create" || read), "")

@@ -407,8 +407,14 @@ func (p *Provider) projectedPayload(ctx context.Context, pod *corev1.Pod, src *c
 				return nil, err
 			}
 			out[s.ServiceAccountToken.Path] = podenv.File{Data: []byte(token), Mode: mode}
+		case s.ClusterTrustBundle != nil:
+			anchors, err := p.trustAnchors(ctx, s.ClusterTrustBundle)
+			if err != nil {
+				return nil, err
+			}
+			out[s.ClusterTrustBundle.Path] = podenv.File{Data: anchors, Mode: mode}
 		default:
-			return nil, errors.New("unsupported projected volume source (configMap, secret, downwardAPI and serviceAccountToken are supported)")
+			return nil, errors.New("unsupported projected volume source (configMap, secret, downwardAPI, serviceAccountToken and clusterTrustBundle are supported)")
 		}
 	}
 	return out, nil
