@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/platforms"
 	digest "github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -192,6 +193,24 @@ func TestEnsureBuiltin(t *testing.T) {
 	after, _ := client.GetImage(nsCtx, BusyboxRef)
 	if !after.Metadata().UpdatedAt.Equal(before.Metadata().UpdatedAt) {
 		t.Error("a second EnsureBuiltin imported busybox again")
+	}
+
+	// A layer blob removed behind its back (ctr content rm): the image
+	// is still unpacked but cannot be exported; it is imported again.
+	manifest, err := images.Manifest(nsCtx, client.ContentStore(), after.Target(), platforms.Default())
+	if err != nil || len(manifest.Layers) == 0 {
+		t.Fatalf("busybox manifest: %v", err)
+	}
+	if err := client.ContentStore().Delete(nsCtx, manifest.Layers[0].Digest); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureBuiltinIn(ctx, client, ns); err != nil {
+		t.Fatal(err)
+	}
+	repaired, _ := client.GetImage(nsCtx, BusyboxRef)
+	complete, _, _, missing, err := images.Check(nsCtx, client.ContentStore(), repaired.Target(), platforms.Default())
+	if err != nil || !complete || len(missing) > 0 {
+		t.Errorf("busybox after EnsureBuiltin with a layer gone: complete %v, missing %v, %v", complete, missing, err)
 	}
 }
 

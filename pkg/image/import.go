@@ -8,7 +8,9 @@ import (
 
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/platforms"
 )
 
 // Namespace is the containerd namespace minik8s keeps its images and
@@ -80,7 +82,12 @@ func EnsureBuiltinIn(ctx context.Context, client *containerd.Client, namespace s
 		img, err := client.GetImage(nsCtx, b.Ref)
 		switch {
 		case err == nil:
-			if ok, err := img.IsUnpacked(nsCtx, containerd.DefaultSnapshotter); err == nil && ok {
+			// Unpacked and with all its content: a layer blob removed
+			// behind our back (ctr content rm) breaks exports and
+			// re-unpacks, so such an image is imported again.
+			unpacked, err := img.IsUnpacked(nsCtx, containerd.DefaultSnapshotter)
+			complete, _, _, missing, cerr := images.Check(nsCtx, client.ContentStore(), img.Target(), platforms.Default())
+			if err == nil && unpacked && cerr == nil && complete && len(missing) == 0 {
 				continue
 			}
 		case !errdefs.IsNotFound(err):
