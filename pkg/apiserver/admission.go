@@ -15,6 +15,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/admission"
 	"github.com/minik8s/minik8s/pkg/admission/limitranger"
+	"github.com/minik8s/minik8s/pkg/admission/noderestriction"
 	"github.com/minik8s/minik8s/pkg/admission/podsecurity"
 	"github.com/minik8s/minik8s/pkg/admission/resourcequota"
 	"github.com/minik8s/minik8s/pkg/admission/validatingadmissionpolicy"
@@ -25,11 +26,11 @@ import (
 
 // DefaultAdmission is the admission an apiserver runs unless its Config
 // says otherwise: kube-apiserver's default-enabled plugins that minik8s
-// has, in order (LimitRanger mutates and validates, then PodSecurity,
-// ValidatingAdmissionPolicy, and ResourceQuota, last
+// has, in order (NodeRestriction, LimitRanger mutates and validates, then
+// PodSecurity, ValidatingAdmissionPolicy, and ResourceQuota, last
 // as in kube-apiserver, charges what the others let through).
 func DefaultAdmission() []admission.Plugin {
-	return []admission.Plugin{limitranger.New(), podsecurity.New(), validatingadmissionpolicy.New(), resourcequota.New()}
+	return []admission.Plugin{noderestriction.New(), limitranger.New(), podsecurity.New(), validatingadmissionpolicy.New(), resourcequota.New()}
 }
 
 // validateAdmission runs the validating admission plugins on a create
