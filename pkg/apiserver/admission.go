@@ -20,6 +20,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/admission"
 	"github.com/minik8s/minik8s/pkg/admission/limitranger"
 	"github.com/minik8s/minik8s/pkg/admission/mutatingadmissionpolicy"
+	"github.com/minik8s/minik8s/pkg/admission/noderestriction"
 	"github.com/minik8s/minik8s/pkg/admission/podsecurity"
 	"github.com/minik8s/minik8s/pkg/admission/resourcequota"
 	"github.com/minik8s/minik8s/pkg/admission/runtimeclass"
@@ -32,14 +33,14 @@ import (
 
 // DefaultAdmission is the admission an apiserver runs unless its Config
 // says otherwise: kube-apiserver's default-enabled plugins that minik8s
-// has, in order (LimitRanger mutates and validates, then PodSecurity,
-// RuntimeClass, MutatingAdmissionWebhook, MutatingAdmissionPolicy,
-// ValidatingAdmissionPolicy, ValidatingAdmissionWebhook, and
-// ResourceQuota, last as in kube-apiserver, charges what the others let
-// through).
+// has, in order (NodeRestriction, LimitRanger mutates and validates, then
+// PodSecurity, RuntimeClass, MutatingAdmissionWebhook,
+// MutatingAdmissionPolicy, ValidatingAdmissionPolicy,
+// ValidatingAdmissionWebhook, and ResourceQuota, last as in
+// kube-apiserver, charges what the others let through).
 func DefaultAdmission() []admission.Plugin {
-	return []admission.Plugin{limitranger.New(), podsecurity.New(), runtimeclass.New(), webhook.NewMutating(), mutatingadmissionpolicy.New(),
-		validatingadmissionpolicy.New(), webhook.NewValidating(), resourcequota.New()}
+	return []admission.Plugin{noderestriction.New(), limitranger.New(), podsecurity.New(), runtimeclass.New(), webhook.NewMutating(),
+		mutatingadmissionpolicy.New(), validatingadmissionpolicy.New(), webhook.NewValidating(), resourcequota.New()}
 }
 
 // validateAdmission runs the validating admission plugins on a create

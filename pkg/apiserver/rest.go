@@ -241,6 +241,11 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 		if err != nil {
 			return nil, err
 		}
+		if sub == statusResource && res.StatusSigner != nil {
+			if err := s.checkSigner(ctx, res, "sign", res.StatusSigner(obj, current), name); err != nil {
+				return nil, err
+			}
+		}
 		if obj, err = s.recordFieldOwners(res, sub, current, desired, obj, opts); err != nil {
 			return nil, err
 		}
@@ -329,8 +334,13 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 			res.PrepareForStatusUpdate(obj, current)
 		}
 	case approvalResource:
+		// As /status: the approval's conditions, labels and annotations.
 		obj = current.DeepCopyObject()
 		copyField(obj, desired, "Status")
+		if om, dm := metaOf(obj), metaOf(desired); om != nil && dm != nil {
+			om.SetLabels(dm.GetLabels())
+			om.SetAnnotations(dm.GetAnnotations())
+		}
 		res.Approval(obj, current)
 	case finalizeResource:
 		obj = current.DeepCopyObject()
@@ -368,6 +378,9 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 		errs = res.ValidateCreate(obj)
 	} else {
 		errs = res.ValidateChange(obj, current)
+	}
+	if sub == statusResource && res.ValidateStatusUpdate != nil {
+		errs = append(errs, res.ValidateStatusUpdate(obj, current)...)
 	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.GroupVersionKind().GroupKind(), om.GetName(), errs)

@@ -393,9 +393,14 @@ func (b *Bundle) sign(tmpl *x509.Certificate, pub crypto.PublicKey, validity tim
 		return nil, err
 	}
 	t := now()
+	return b.signWindow(tmpl, pub, serial, t.Add(-backdate), t.Add(validity))
+}
+
+// signWindow signs tmpl valid from notBefore to notAfter, never beyond the CA.
+func (b *Bundle) signWindow(tmpl *x509.Certificate, pub crypto.PublicKey, serial *big.Int, notBefore, notAfter time.Time) ([]byte, error) {
 	tmpl.SerialNumber = serial
-	tmpl.NotBefore = t.Add(-backdate)
-	tmpl.NotAfter = t.Add(validity)
+	tmpl.NotBefore = notBefore
+	tmpl.NotAfter = notAfter
 	if tmpl.NotAfter.After(b.caCert.NotAfter) {
 		tmpl.NotAfter = b.caCert.NotAfter
 	}

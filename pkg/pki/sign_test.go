@@ -59,6 +59,11 @@ func TestSignCertificateRequest(t *testing.T) {
 	if life := time.Until(cert.NotAfter); life > time.Hour || life < 59*time.Minute {
 		t.Fatalf("lifetime %s, want an hour", life)
 	}
+	// Backdated 5 minutes, as Kubernetes' signer (the conformance suite
+	// wants an hour's request valid 1h05m at most).
+	if w := cert.NotAfter.Sub(cert.NotBefore); w != time.Hour+5*time.Minute {
+		t.Fatalf("validity window %s, want 1h5m", w)
+	}
 	if _, err := b.SignCertificateRequest(nil, 0, nil, 0); err == nil {
 		t.Fatal("signed nothing")
 	}

@@ -75,6 +75,13 @@ type Resource struct {
 	// PrepareForStatusUpdate keeps what /status may not change: obj is the
 	// stored object with the request's status, old the stored object.
 	PrepareForStatusUpdate func(obj, old runtime.Object)
+	// ValidateStatusUpdate, when set, adds the checks of a /status write
+	// to those of every update (a PodCertificateRequest's issuance).
+	ValidateStatusUpdate validation.KindUpdateFunc
+	// StatusSigner, when set, names the certificates.k8s.io signer whose
+	// "sign" verb a /status write from old to obj takes, or "" when that
+	// write needs none (a PodCertificateRequest whose status stays).
+	StatusSigner func(obj, old runtime.Object) string
 	// Approval, when set, serves /approval (CertificateSigningRequests): obj
 	// is the stored object with the request's status, and Approval keeps
 	// from old everything the approval may not change.

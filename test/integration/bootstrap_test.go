@@ -319,8 +319,9 @@ func TestBootstrapCSRRules(t *testing.T) {
 	}
 	approved := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test"}
 	alice.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{approved}
-	if st, err := admin.UpdateStatus(ctx, alice, metav1.UpdateOptions{}); err != nil || len(st.Status.Conditions) != 0 {
-		t.Fatalf("approval through /status: %+v %v", st, err)
+	if _, err := admin.UpdateStatus(ctx, alice, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) ||
+		!strings.Contains(err.Error(), `updates may not add a condition of type "Approved"`) {
+		t.Fatalf("approval through /status: %v, want 422", err)
 	}
 	alice, _ = admin.Get(ctx, "alice", metav1.GetOptions{})
 	alice.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{approved}

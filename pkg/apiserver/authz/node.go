@@ -151,6 +151,14 @@ func (n *Node) Authorize(ctx context.Context, a Attributes) (Decision, string, e
 	case "certificates.k8s.io/clustertrustbundles":
 		// Public trust anchors that projected volumes carry.
 		return allow(read, "")
+	case "certificates.k8s.io/podcertificaterequests":
+		// What a node asks for its pods: the NodeRestriction admission
+		// checks that the request is for a pod bound to it. A node never
+		// writes the status (the signer's).
+		if a.Subresource != "" {
+			return NoOpinion, "nodes may not access the status subresource of PodCertificateRequests", nil
+		}
+		return allow(a.Verb == "create", "")
 	case "certificates.k8s.io/certificatesigningrequests":
 		// Renewal of its own certificate (the approver checks whose).
 		return allow(a.Subresource == "" && (a.Verb == "create" || read), "")

@@ -6,12 +6,12 @@ import (
 	"encoding/pem"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -41,6 +41,7 @@ func certificateSigningRequests() *registry.Resource {
 			return fields.Set{"spec.signerName": obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
 		},
 		CreatedBy: csrCreatedBy, PrepareForUpdate: csrKeepSpec, PrepareForStatusUpdate: csrKeepApproval, Approval: csrKeepAllButApproval,
+		ValidateStatusUpdate: updateValidator(validateCSRStatusUpdate),
 	}
 }
 
@@ -55,27 +56,87 @@ func csrKeepSpec(obj, old runtime.Object) {
 	obj.(*certificatesv1.CertificateSigningRequest).Spec = *old.(*certificatesv1.CertificateSigningRequest).Spec.DeepCopy()
 }
 
-// isApproval says whether a condition is the approver's to write.
-func isApproval(c certificatesv1.CertificateSigningRequestCondition) bool {
-	return c.Type == certificatesv1.CertificateApproved || c.Type == certificatesv1.CertificateDenied
-}
-
-// csrKeepApproval: /status keeps the stored Approved and Denied conditions
-// and drops any the request brings.
+// csrKeepApproval: /status keeps the stored Approved and Denied
+// conditions where the request has as many of them, in the request's
+// places, as Kubernetes' status strategy does; a request that adds or
+// drops one is left for ValidateStatusUpdate to refuse.
 func csrKeepApproval(obj, old runtime.Object) {
 	csr, prev := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
-	conds := slices.DeleteFunc(slices.Clone(csr.Status.Conditions), isApproval)
-	csr.Status.Conditions = append(keepMatching(prev.Status.Conditions, isApproval), conds...)
+	for _, t := range []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied} {
+		oldAt, newAt := conditionIndices(prev.Status.Conditions, t), conditionIndices(csr.Status.Conditions, t)
+		if len(oldAt) != len(newAt) {
+			continue
+		}
+		for i, j := range oldAt {
+			csr.Status.Conditions[newAt[i]] = *prev.Status.Conditions[j].DeepCopy()
+		}
+	}
+	stampConditions(csr, prev, metav1.Now())
 }
 
-// csrKeepAllButApproval: /approval takes the request's Approved and Denied
-// conditions and keeps the rest of the stored status.
+// csrKeepAllButApproval: /approval takes the request's conditions, all
+// of them, and keeps the rest of the stored status (the certificate).
 func csrKeepAllButApproval(obj, old runtime.Object) {
 	csr, prev := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
-	approval := keepMatching(csr.Status.Conditions, isApproval)
 	status := *prev.Status.DeepCopy()
-	status.Conditions = append(approval, slices.DeleteFunc(status.Conditions, isApproval)...)
+	status.Conditions = csr.Status.Conditions
 	csr.Status = status
+	stampConditions(csr, prev, metav1.Now())
+}
+
+func conditionIndices(conds []certificatesv1.CertificateSigningRequestCondition, t certificatesv1.RequestConditionType) []int {
+	var at []int
+	for i, c := range conds {
+		if c.Type == t {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+// stampConditions fills a condition's lastUpdateTime with now and its
+// lastTransitionTime with that of a stored condition of the same type and
+// status, or now, where the request left them out.
+func stampConditions(csr, prev *certificatesv1.CertificateSigningRequest, now metav1.Time) {
+	for i := range csr.Status.Conditions {
+		c := &csr.Status.Conditions[i]
+		if c.LastUpdateTime.IsZero() {
+			c.LastUpdateTime = now
+		}
+		if !c.LastTransitionTime.IsZero() {
+			continue
+		}
+		c.LastTransitionTime = now
+		for _, p := range prev.Status.Conditions {
+			if p.Type == c.Type && p.Status == c.Status && !p.LastTransitionTime.IsZero() {
+				c.LastTransitionTime = p.LastTransitionTime
+				break
+			}
+		}
+	}
+}
+
+// validateCSRStatusUpdate: /status neither adds nor changes an Approved or
+// Denied condition; that is /approval's.
+func validateCSRStatusUpdate(csr, old *certificatesv1.CertificateSigningRequest) field.ErrorList {
+	var allErrs field.ErrorList
+	p := field.NewPath("status", "conditions")
+	for _, t := range []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied} {
+		was, is := keepMatching(old.Status.Conditions, ofType(t)), keepMatching(csr.Status.Conditions, ofType(t))
+		switch {
+		case len(is) < len(was):
+			// validateCSRUpdate refuses removals.
+		case len(is) > len(was):
+			allErrs = append(allErrs, field.Forbidden(p, fmt.Sprintf("updates may not add a condition of type %q", t)))
+		case !apiequality.Semantic.DeepEqual(was, is):
+			allErrs = append(allErrs, field.Forbidden(p, fmt.Sprintf("updates may not modify a condition of type %q", t)))
+		}
+	}
+	return allErrs
+}
+
+func ofType(t certificatesv1.RequestConditionType) func(certificatesv1.CertificateSigningRequestCondition) bool {
+	return func(c certificatesv1.CertificateSigningRequestCondition) bool { return c.Type == t }
 }
 
 func keepMatching(conds []certificatesv1.CertificateSigningRequestCondition, keep func(certificatesv1.CertificateSigningRequestCondition) bool) []certificatesv1.CertificateSigningRequestCondition {
@@ -158,32 +219,12 @@ func validateCSR(csr *certificatesv1.CertificateSigningRequest) field.ErrorList 
 	return append(allErrs, validateCSRStatus(&csr.Status)...)
 }
 
-// validateSignerName: "<domain>/<path>", the domain a DNS subdomain.
+// validateSignerName: a signer name, not v1beta1's legacy default.
 func validateSignerName(name string, p *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(p, "")}
-	}
 	if name == legacyUnknownSignerName {
 		return field.ErrorList{field.Invalid(p, name, "the legacy signerName is not allowed via this API version")}
 	}
-	return signerNameFormat(name, p)
-}
-
-// signerNameFormat: "<domain>/<path>", the domain a DNS subdomain.
-func signerNameFormat(name string, p *field.Path) field.ErrorList {
-	domain, path, ok := strings.Cut(name, "/")
-	if !ok || path == "" {
-		return field.ErrorList{field.Invalid(p, name, "must be a fully qualified domain and path of the form 'example.com/signer-name'")}
-	}
-	allErrs := field.ErrorList{}
-	for _, e := range validation.DNS1123Subdomain(domain, p) {
-		e.Detail = "the domain part: " + e.Detail
-		allErrs = append(allErrs, e)
-	}
-	if len(name) > 571 {
-		allErrs = append(allErrs, field.TooLong(p, "", 571))
-	}
-	return allErrs
+	return validation.SignerName(name, p)
 }
 
 func validateCSRStatus(st *certificatesv1.CertificateSigningRequestStatus) field.ErrorList {
@@ -259,16 +300,12 @@ func validateCSRUpdate(csr, old *certificatesv1.CertificateSigningRequest) field
 	if len(old.Status.Certificate) > 0 && !bytes.Equal(old.Status.Certificate, csr.Status.Certificate) {
 		allErrs = append(allErrs, field.Forbidden(field.NewPath("status", "certificate"), "updates may not modify existing certificate content"))
 	}
-	for _, t := range []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied} {
-		if hasCondition(old.Status.Conditions, t) && !hasCondition(csr.Status.Conditions, t) {
+	for _, t := range []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed} {
+		if len(keepMatching(csr.Status.Conditions, ofType(t))) < len(keepMatching(old.Status.Conditions, ofType(t))) {
 			allErrs = append(allErrs, field.Forbidden(field.NewPath("status", "conditions"), fmt.Sprintf("updates may not remove a condition of type %q", t)))
 		}
 	}
 	return allErrs
-}
-
-func hasCondition(conds []certificatesv1.CertificateSigningRequestCondition, t certificatesv1.RequestConditionType) bool {
-	return slices.ContainsFunc(conds, func(c certificatesv1.CertificateSigningRequestCondition) bool { return c.Type == t })
 }
 
 // The table.

@@ -1,15 +1,12 @@
 package kinds
 
 import (
-	"bytes"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -36,37 +33,28 @@ func clusterTrustBundles() *registry.Resource {
 
 func validateClusterTrustBundle(b *certificatesv1.ClusterTrustBundle) field.ErrorList {
 	var allErrs field.ErrorList
-	for _, msg := range clusterTrustBundleName(b.Name, b.Spec.SignerName) {
+	for _, msg := range validation.ClusterTrustBundleName(b.Spec.SignerName)(b.Name, false) {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("metadata", "name"), b.Name, msg))
 	}
 	if b.Spec.SignerName != "" {
-		allErrs = append(allErrs, signerNameFormat(b.Spec.SignerName, field.NewPath("spec", "signerName"))...)
+		allErrs = append(allErrs, validation.SignerName(b.Spec.SignerName, field.NewPath("spec", "signerName"))...)
 	}
 	return append(allErrs, validateTrustBundle(b.Spec.TrustBundle, field.NewPath("spec", "trustBundle"))...)
 }
 
-// clusterTrustBundleName: a bundle without a signer has a DNS subdomain
-// name without ':'; one with a signer is named "<signer with / as :>:"
-// followed by a DNS subdomain.
-func clusterTrustBundleName(name, signer string) []string {
-	if signer == "" {
-		if strings.Contains(name, ":") {
-			return []string{`ClusterTrustBundle without signer name must not have ":" in its name`}
-		}
-		return apivalidation.NameIsDNSSubdomain(name, false)
-	}
-	prefix := strings.ReplaceAll(signer, "/", ":") + ":"
-	if !strings.HasPrefix(name, prefix) {
-		return []string{fmt.Sprintf("ClusterTrustBundle for signerName %s must be named with prefix %s", signer, prefix)}
-	}
-	return apivalidation.NameIsDNSSubdomain(strings.TrimPrefix(name, prefix), false)
-}
+// maxTrustBundleSize is the most one spec.trustBundle may hold.
+const maxTrustBundleSize = 1 << 20
 
 // validateTrustBundle: one or more PEM CERTIFICATE blocks, without
-// headers, each an X.509 certificate, none twice.
+// headers, each an X.509 CA certificate with valid basic constraints, none
+// twice. A malformed block is all that is said about a bundle that has one.
 func validateTrustBundle(bundle string, p *field.Path) field.ErrorList {
+	if len(bundle) > maxTrustBundleSize {
+		return field.ErrorList{field.TooLong(p, "", maxTrustBundleSize)}
+	}
 	var allErrs field.ErrorList
-	var seen [][]byte
+	seen := map[string][]int{}
+	var order []string
 	rest := []byte(bundle)
 	for i := 0; ; i++ {
 		var block *pem.Block
@@ -74,27 +62,44 @@ func validateTrustBundle(bundle string, p *field.Path) field.ErrorList {
 		if block == nil {
 			break
 		}
+		bad := func(msg string) {
+			allErrs = append(allErrs, field.Invalid(p, "<value omitted>", fmt.Sprintf("entry %d %s", i, msg)))
+		}
 		if block.Type != "CERTIFICATE" {
-			allErrs = append(allErrs, field.Invalid(p, "<value omitted>", fmt.Sprintf("entry %d has bad block type: %v", i, block.Type)))
+			bad("has bad block type: " + block.Type)
 			continue
 		}
 		if len(block.Headers) != 0 {
-			allErrs = append(allErrs, field.Invalid(p, "<value omitted>", fmt.Sprintf("entry %d has PEM block headers", i)))
+			bad("has PEM block headers")
 			continue
 		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			allErrs = append(allErrs, field.Invalid(p, "<value omitted>", fmt.Sprintf("entry %d does not parse as X.509", i)))
+		cert, err := x509.ParseCertificate(block.Bytes)
+		switch {
+		case err != nil:
+			bad("does not parse as X.509")
+			continue
+		case !cert.IsCA:
+			bad("does not have the CA bit set")
+			continue
+		case !cert.BasicConstraintsValid:
+			bad("has invalid basic constraints")
 			continue
 		}
-		for j, s := range seen {
-			if bytes.Equal(s, block.Bytes) {
-				allErrs = append(allErrs, field.Invalid(p, "<value omitted>", fmt.Sprintf("duplicate trust anchor (indices [%d %d])", j, i)))
-			}
+		if _, ok := seen[string(block.Bytes)]; !ok {
+			order = append(order, string(block.Bytes))
 		}
-		seen = append(seen, block.Bytes)
+		seen[string(block.Bytes)] = append(seen[string(block.Bytes)], i)
 	}
-	if len(seen) == 0 && len(allErrs) == 0 {
-		allErrs = append(allErrs, field.Invalid(p, "<value omitted>", "at least one trust anchor must be provided"))
+	if len(allErrs) > 0 {
+		return allErrs
+	}
+	if len(seen) == 0 {
+		return field.ErrorList{field.Invalid(p, "<value omitted>", "at least one trust anchor must be provided")}
+	}
+	for _, der := range order {
+		if at := seen[der]; len(at) > 1 {
+			allErrs = append(allErrs, field.Invalid(p, "<value omitted>", fmt.Sprintf("duplicate trust anchor (indices %v)", at)))
+		}
 	}
 	return allErrs
 }

@@ -21,7 +21,7 @@ func Builtin() []*registry.Resource {
 		clusterRoleBindings(), clusterRoles(), roleBindings(), roles(),
 		podTemplates(), priorityClasses(), runtimeClasses(), ingressClasses(),
 		csiDrivers(), csiNodes(), csiStorageCapacities(), volumeAttachments(), volumeAttributesClasses(),
-		clusterTrustBundles(), serviceCIDRs(), ipAddresses(), flowSchemas(), priorityLevelConfigurations(),
+		clusterTrustBundles(), podCertificateRequests(), serviceCIDRs(), ipAddresses(), flowSchemas(), priorityLevelConfigurations(),
 		storageVersionMigrations(), customResourceDefinitions(), podDisruptionBudgets(), resourceQuotas(), limitRanges(),
 		eventsAPIEvents(), deviceClasses(), deviceTaintRules(), resourceClaims(), resourceClaimTemplates(), resourceSlices(),
 		validatingAdmissionPolicies(), validatingAdmissionPolicyBindings(), validatingWebhookConfigurations(), mutatingWebhookConfigurations(),

@@ -87,7 +87,7 @@ func TestValidateCSR(t *testing.T) {
 		{name: "signer without path", obj: mutate(csr, func(c *certificatesv1.CertificateSigningRequest) { c.Spec.SignerName = "example.com" }),
 			want: []string{"spec.signerName: must be a fully qualified domain and path"}},
 		{name: "signer with a bad domain", obj: mutate(csr, func(c *certificatesv1.CertificateSigningRequest) { c.Spec.SignerName = "Example_com/x" }),
-			want: []string{"spec.signerName: the domain part"}},
+			want: []string{`spec.signerName: Invalid value: "Example_com": validating label "Example_com"`}},
 		{name: "no usages", obj: mutate(csr, func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Usages = nil }),
 			want: []string{"spec.usages: Required value"}},
 		{name: "unknown and duplicate usages", obj: mutate(csr, func(c *certificatesv1.CertificateSigningRequest) {

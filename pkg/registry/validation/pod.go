@@ -425,6 +425,8 @@ func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.E
 	}
 	if s := src.Projected; s != nil {
 		allErrs = append(allErrs, validateVolumeMode(s.DefaultMode, fldPath.Child("projected", "defaultMode"))...)
+		allErrs = append(allErrs, userID(s.DefaultUser, fldPath.Child("projected", "defaultUser"))...)
+		allErrs = append(allErrs, projectedSources(s, fldPath.Child("projected"))...)
 	}
 	if s := src.PersistentVolumeClaim; s != nil && s.ClaimName == "" {
 		allErrs = append(allErrs, field.Required(fldPath.Child("persistentVolumeClaim", "claimName"), ""))
