@@ -2,9 +2,11 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +17,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 )
 
@@ -39,8 +44,16 @@ type conversionWebhook struct {
 	server   *httptest.Server
 	caBundle []byte
 
+	// service is the same webhook behind a certificate for the name
+	// of the Service conv-webhook in default, which the apiserver
+	// verifies when it reaches the webhook through that Service.
+	service       *httptest.Server
+	serviceBundle []byte
+
 	mu      sync.Mutex
 	reviews []string // "<desired apiVersion> x<objects>"
+	// serverNames are the TLS server names the reviews were sent to.
+	serverNames []string
 }
 
 func startConversionWebhook(t *testing.T) *conversionWebhook {
@@ -56,6 +69,7 @@ func startConversionWebhook(t *testing.T) *conversionWebhook {
 		req := review.Request
 		h.mu.Lock()
 		h.reviews = append(h.reviews, fmt.Sprintf("%s x%d", req.DesiredAPIVersion, len(req.Objects)))
+		h.serverNames = append(h.serverNames, r.TLS.ServerName)
 		h.mu.Unlock()
 		resp := &apiextensionsv1.ConversionResponse{UID: req.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
 		for _, raw := range req.Objects {
@@ -98,7 +112,31 @@ func startConversionWebhook(t *testing.T) *conversionWebhook {
 	h.server = httptest.NewTLSServer(mux)
 	t.Cleanup(h.server.Close)
 	h.caBundle = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.server.Certificate().Raw})
+
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("conv-webhook.default.svc", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.service = httptest.NewUnstartedServer(mux)
+	h.service.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	h.service.StartTLS()
+	t.Cleanup(h.service.Close)
+	h.serviceBundle = certPEM // the certificate and the CA that signed it
 	return h
+}
+
+// servedAs says whether a review was sent to the TLS server name name
+// since the last call.
+func (h *conversionWebhook) servedAs(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	found := slices.Contains(h.serverNames, name)
+	h.serverNames = nil
+	return found
 }
 
 // took returns the reviews received since the last call.
@@ -114,10 +152,11 @@ func (h *conversionWebhook) took() []string {
 // objects converted by its webhook, as kube-apiserver does: stored in
 // the storage version whatever version they are written through, read,
 // listed and watched in the version asked for, a list of objects stored
-// in different versions converted item by item; a webhook that cannot
-// be reached fails the request with a 500 naming it, and nothing is
-// stored. A mutating admission webhook's additions the schema does not
-// know are pruned.
+// in different versions converted item by item; the webhook is reached
+// by its url or through its Service, trusting its caBundle; a webhook
+// that cannot be reached fails the request with a 500 naming it, and
+// nothing is stored. A mutating admission webhook's additions the
+// schema does not know are pruned.
 func TestCustomResourceConversionWebhook(t *testing.T) {
 	// No controllers: their informers would read the objects too, and
 	// the reviews the webhook receives are counted.
@@ -364,8 +403,44 @@ func TestCustomResourceConversionWebhook(t *testing.T) {
 		spec(t, got, "v2", map[string]any{"host": "m:84", "mutated": "yes"})
 	})
 
+	t.Run("webhook reached through a Service", func(t *testing.T) {
+		port := hook.service.Listener.Addr().(*net.TCPAddr).Port
+		if _, err := c.client.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "conv-webhook"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.client.DiscoveryV1().EndpointSlices("default").Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: "conv-webhook", Labels: map[string]string{discoveryv1.LabelServiceName: "conv-webhook"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(port))}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cur, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.Conversion.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{CABundle: hook.serviceBundle,
+			Service: &apiextensionsv1.ServiceReference{Namespace: "default", Name: "conv-webhook", Path: ptr.To("/convert"), Port: ptr.To(int32(443))}}
+		if _, err := crds.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		hook.servedAs("")
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			a, err := v2.Get(ctx, "a", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			spec(t, a, "v2", map[string]any{"host": "a:8080"})
+			return hook.servedAs("conv-webhook.default.svc"), nil
+		}); err != nil {
+			t.Fatalf("no review reached the webhook through its Service: %v", err)
+		}
+	})
+
 	t.Run("webhook down", func(t *testing.T) {
 		hook.server.Close()
+		hook.service.Close()
 		_, err := v2.Get(ctx, "a", metav1.GetOptions{})
 		const want = "conversion webhook for conv.example.com/v1, Kind=Backend failed"
 		if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), want) {
