@@ -50,7 +50,48 @@ func storedAs(r *registry.Resource, storage *stored, conv runtime.ObjectConverto
 		FromStored: func(obj runtime.Object) (runtime.Object, error) {
 			return convert(conv, obj, gv, r.Prune)
 		},
+		FromStoredList: func(objs []runtime.Object) ([]runtime.Object, error) {
+			return convertList(conv, objs, gv.WithKind(r.Kind+"List"), r.Prune)
+		},
 	}, nil
+}
+
+// convertList returns objs in the version of listKind, converted in one
+// call (one review for a webhook, of the items in another version), each
+// converted one pruned by that version's schema.
+func convertList(conv runtime.ObjectConvertor, objs []runtime.Object, listKind schema.GroupVersionKind, prune func(runtime.Object) []string) ([]runtime.Object, error) {
+	gv := listKind.GroupVersion().String()
+	list := &unstructured.UnstructuredList{Object: map[string]any{}}
+	list.SetGroupVersionKind(listKind)
+	mixed := false
+	for _, obj := range objs {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("custom resource conversion: unexpected %T", obj)
+		}
+		list.Items = append(list.Items, *u)
+		mixed = mixed || u.GetAPIVersion() != gv
+	}
+	if !mixed {
+		return objs, nil
+	}
+	out, err := conv.ConvertToVersion(list, listKind.GroupVersion())
+	if err != nil {
+		return nil, err
+	}
+	converted, ok := out.(*unstructured.UnstructuredList)
+	if !ok || len(converted.Items) != len(objs) {
+		return nil, fmt.Errorf("custom resource conversion: %d objects converted to %T, want a list of %d", len(objs), out, len(objs))
+	}
+	result := make([]runtime.Object, len(objs))
+	for i := range converted.Items {
+		item := &converted.Items[i]
+		if list.Items[i].GetAPIVersion() != gv && prune != nil {
+			prune(item)
+		}
+		result[i] = item
+	}
+	return result, nil
 }
 
 // convert returns obj in version gv, pruned by that version's schema
