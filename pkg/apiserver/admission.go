@@ -57,7 +57,7 @@ func (s *Server) validateAdmission(ctx context.Context, res *registry.Resource, 
 
 // mutateAdmission runs the Admit of the plugins that are Mutators on a
 // create or update of the resource itself, after defaulting and before
-// validation; mutated says whether any ran, so that an update validates
+// validation, and prunes a custom resource they changed; mutated says whether any ran, so that an update validates
 // again what they made.
 func (s *Server) mutateAdmission(ctx context.Context, res *registry.Resource, obj, old runtime.Object, opts writeOptions) (mutated bool, err error) {
 	a, err := s.writeAttributes(ctx, res, mainResource, obj, old, opts)
@@ -72,6 +72,12 @@ func (s *Server) mutateAdmission(ctx context.Context, res *registry.Resource, ob
 		mutated = true
 		return m.Admit(ctx, a, o)
 	})
+	if err == nil && mutated && res.Prune != nil {
+		// What a webhook or policy added that the custom resource's
+		// schema does not know is dropped, as kube-apiserver prunes the
+		// object it decodes back from the mutating phase.
+		res.Prune(obj)
+	}
 	return mutated, err
 }
 

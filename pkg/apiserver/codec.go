@@ -62,6 +62,49 @@ func decodeStored(res *registry.Resource, kv storage.KV) (runtime.Object, error)
 	} else if err := json.Unmarshal(kv.Value, obj); err != nil {
 		return nil, fmt.Errorf("decode %s from storage: %w", kv.Key, err)
 	}
+	return decoded(res, obj, kv)
+}
+
+// decodeStoredList reads a page of stored objects back, as decodeStored
+// does, converting them together where the resource can.
+func decodeStoredList(res *registry.Resource, kvs []storage.KV) ([]runtime.Object, error) {
+	out := make([]runtime.Object, 0, len(kvs))
+	if res.StoredAs == nil || res.StoredAs.FromStoredList == nil {
+		for _, kv := range kvs {
+			obj, err := decodeStored(res, kv)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, obj)
+		}
+		return out, nil
+	}
+	stored := make([]runtime.Object, len(kvs))
+	for i, kv := range kvs {
+		stored[i] = res.StoredAs.New()
+		if err := json.Unmarshal(kv.Value, stored[i]); err != nil {
+			return nil, fmt.Errorf("decode %s from storage: %w", kv.Key, err)
+		}
+	}
+	objs, err := res.StoredAs.FromStoredList(stored)
+	if err != nil {
+		return nil, fmt.Errorf("convert %s from storage: %w", res.GroupResource(), err)
+	}
+	if len(objs) != len(kvs) {
+		return nil, fmt.Errorf("convert %s from storage: %d objects for %d", res.GroupResource(), len(objs), len(kvs))
+	}
+	for i, obj := range objs {
+		if obj, err = decoded(res, obj, kvs[i]); err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// decoded finishes an object read from kv: its kind, a custom
+// resource's defaults, and its resourceVersion.
+func decoded(res *registry.Resource, obj runtime.Object, kv storage.KV) (runtime.Object, error) {
 	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
 	if res.NewObject != nil {
 		// A custom resource gets the defaults its schema has now, even

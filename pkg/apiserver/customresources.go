@@ -118,7 +118,7 @@ func (s *Server) syncCustomResources(ctx context.Context, crdRes *registry.Resou
 		if status.AcceptedNames.Plural != "" {
 			withNames := crd.DeepCopy()
 			withNames.Status.AcceptedNames = status.AcceptedNames
-			rs, err := customresource.Resources(withNames)
+			rs, err := customresource.Resources(withNames, s.crConverter(withNames))
 			if err != nil {
 				s.log.Error("custom resources: cannot serve", "crd", crd.Name, "err", err)
 			} else {
@@ -162,6 +162,31 @@ func (s *Server) syncCustomResources(ctx context.Context, crdRes *registry.Resou
 	// Kubernetes, where it is published after the resource is served).
 	s.refreshOpenAPI(crds, statuses)
 	return lr.revision, nil
+}
+
+// crConverter converts crd's objects between its versions as its
+// spec.conversion says: None, or a ConversionReview POSTed to its
+// webhook, by apiextensions-apiserver's converter, reaching a Service as
+// admission webhooks do. A definition whose webhook cannot be set up is
+// still served; what needs converting fails with why.
+func (s *Server) crConverter(crd *apiextensionsv1.CustomResourceDefinition) runtime.ObjectConvertor {
+	_, conv, err := s.crConverters.NewConverter(crd)
+	if err != nil {
+		s.log.Error("custom resources: conversion", "crd", crd.Name, "err", err)
+		return failingConverter{fmt.Errorf("conversion for %s: %w", crd.Name, err)}
+	}
+	return conv
+}
+
+// failingConverter refuses every conversion with err.
+type failingConverter struct{ err error }
+
+func (c failingConverter) Convert(_, _, _ any) error { return c.err }
+func (c failingConverter) ConvertToVersion(runtime.Object, runtime.GroupVersioner) (runtime.Object, error) {
+	return nil, c.err
+}
+func (c failingConverter) ConvertFieldLabel(_ schema.GroupVersionKind, _, _ string) (string, string, error) {
+	return "", "", c.err
 }
 
 // namesConflict says which name of crd an older definition claims, and
@@ -264,11 +289,17 @@ func (s *Server) cleanUpDefinition(ctx context.Context, crdRes *registry.Resourc
 // deleteCustomObjects deletes every object of crd and says how many
 // are still there (held by finalizers).
 func (s *Server) deleteCustomObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
+	// Through the storage version where it is served: what is stored in
+	// it needs no conversion.
 	var res *registry.Resource
 	for _, r := range s.table.Resources() {
-		if r.StoragePrefix == customresource.StoragePrefix(crd) {
+		if r.StoragePrefix != customresource.StoragePrefix(crd) {
+			continue
+		}
+		if res == nil || slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+			return v.Storage && v.Name == r.Version
+		}) {
 			res = r
-			break
 		}
 	}
 	if res == nil {

@@ -148,11 +148,11 @@ func (s *Server) list(ctx context.Context, res *registry.Resource, ns string, op
 		}
 		out.revision = page.Revision
 		readOpts.Revision = page.Revision
-		for _, kv := range page.KVs {
-			obj, err := decodeStored(res, kv)
-			if err != nil {
-				return nil, err
-			}
+		objs, err := decodeStoredList(res, page.KVs)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
 			if sel.matches(res, obj) {
 				out.items = append(out.items, obj)
 			}

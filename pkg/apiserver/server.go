@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -120,7 +121,10 @@ type Server struct {
 	// oapiFingerprint, what the custom part of openapi was built from.
 	crdSync         sync.Mutex
 	oapiFingerprint string
-	metrics         *metrics
+	// crConverters builds each definition's converter between its
+	// versions (conversion webhooks reached like admission webhooks).
+	crConverters *conversion.CRConverterFactory
+	metrics      *metrics
 	// hooks keep state outside the objects in step with their writes.
 	hooks   map[*registry.Resource]registry.WriteHook
 	kubelet *kubeletClient
@@ -254,6 +258,9 @@ func New(cfg Config) (*Server, error) {
 		s.metricsCodecs = newMetricsCodecs()
 	}
 	s.giveServiceResolver()
+	if s.crConverters, err = conversion.NewCRConverterFactory(serviceResolver{s}, nil); err != nil {
+		return nil, fmt.Errorf("apiserver: custom resource conversion: %w", err)
+	}
 	return s, nil
 }
 

@@ -252,7 +252,12 @@ func (s *Server) watchEvent(res *registry.Resource, sel selection, ev *storage.E
 	}
 	now := sel.matches(res, cur)
 	before := false
-	if ev.PrevValue != nil {
+	switch {
+	case sel.empty():
+		// Everything is selected: the previous object need not be read
+		// (nor converted, for a custom resource).
+		before = ev.PrevValue != nil
+	case ev.PrevValue != nil:
 		prev, err := decodeStored(res, storage.KV{Key: ev.Key, Value: ev.PrevValue, ModRevision: ev.Revision})
 		if err != nil {
 			return "", nil, err

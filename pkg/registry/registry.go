@@ -142,6 +142,10 @@ type StorageConversion struct {
 	New        func() runtime.Object
 	ToStored   func(obj runtime.Object) (runtime.Object, error)
 	FromStored func(stored runtime.Object) (runtime.Object, error)
+	// FromStoredList, when set, converts the stored objects of one read
+	// of a list at once (a custom resource's: one conversion review),
+	// returning them in their order.
+	FromStoredList func(stored []runtime.Object) ([]runtime.Object, error)
 }
 
 // Action is a POST subresource that acts on one stored object. Most

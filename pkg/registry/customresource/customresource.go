@@ -48,10 +48,19 @@ func StoragePrefix(crd *apiextensionsv1.CustomResourceDefinition) string {
 }
 
 // Resources builds the resources serving crd's served versions, under
-// its accepted names.
-func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resource, error) {
+// its accepted names. Their objects are stored in the definition's
+// storage version: conv (apiextensions-apiserver's CR converter for
+// crd: None or Webhook) converts each object written through another
+// version to it, and each object read to the version it is read
+// through; a converted object is pruned by the schema of the version it
+// was converted to, as kube-apiserver does.
+func Resources(crd *apiextensionsv1.CustomResourceDefinition, conv runtime.ObjectConvertor) ([]*registry.Resource, error) {
 	var out []*registry.Resource
 	types := fieldTypes(crd)
+	storage, err := storageVersion(crd)
+	if err != nil {
+		return nil, err
+	}
 	versions := slices.Clone(crd.Spec.Versions)
 	// Highest priority first (v2 before v1beta1 before v1alpha1), so that
 	// discovery prefers it, as Kubernetes does.
@@ -65,6 +74,9 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resou
 		}
 		r, err := resource(crd, v, types)
 		if err != nil {
+			return nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
+		}
+		if r.StoredAs, err = storedAs(r, storage, conv); err != nil {
 			return nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
 		}
 		out = append(out, r)
