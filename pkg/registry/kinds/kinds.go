@@ -15,7 +15,7 @@ func Builtin() []*registry.Resource {
 	return []*registry.Resource{
 		namespaces(), nodes(), pods(), services(), endpoints(), configMaps(), secrets(), events(),
 		serviceAccounts(), persistentVolumes(), persistentVolumeClaims(),
-		deployments(), replicaSets(), replicationControllers(), daemonSets(), jobs(), cronJobs(), horizontalPodAutoscalers(),
+		deployments(), replicaSets(), replicationControllers(), daemonSets(), jobs(), cronJobs(), horizontalPodAutoscalers(), horizontalPodAutoscalersV1(),
 		endpointSlices(), leases(), storageClasses(), ingresses(), certificateSigningRequests(),
 		controllerRevisions(), statefulSets(),
 		clusterRoleBindings(), clusterRoles(), roleBindings(), roles(),
