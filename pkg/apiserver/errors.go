@@ -119,3 +119,12 @@ const conflictMessage = "the object has been modified; please apply your changes
 func errNoSuchResource() error {
 	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false)
 }
+
+// pathNotFound is the 404 of a path that names nothing served, worded as
+// kube-apiserver's: no resource name to put in it.
+func pathNotFound() *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+		Message: "the server could not find the requested resource", Details: &metav1.StatusDetails{},
+	}}
+}

@@ -304,7 +304,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		if s.serveDiscovery(w, r) {
 			return
 		}
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, ""))
+		writeError(w, pathNotFound())
 		return
 	}
 	start := time.Now()

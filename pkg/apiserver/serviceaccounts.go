@@ -62,7 +62,7 @@ func getCore[T runtime.Object](ctx context.Context, s *Server, resource, ns, nam
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	signer := s.cfg.ServiceAccountTokens
 	if !isServiceAccounts(res) || signer == nil {
-		return apierrors.NewNotFound(schema.GroupResource{}, "")
+		return pathNotFound()
 	}
 	if info.Verb != "create" {
 		return methodNotAllowed(info)

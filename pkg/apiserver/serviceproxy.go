@@ -18,7 +18,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/utils/ptr"
 
@@ -78,7 +77,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, res *registr
 		}
 		loc, err = s.podLocation(r.Context(), res, info.Namespace, name, port)
 	default:
-		return apierrors.NewNotFound(schema.GroupResource{}, "")
+		return pathNotFound()
 	}
 	if err != nil {
 		return err

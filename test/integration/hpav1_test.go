@@ -6,6 +6,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -83,5 +84,19 @@ func TestHorizontalPodAutoscalerV1(t *testing.T) {
 	list, err := v1hpas.List(ctx, metav1.ListOptions{})
 	if err != nil || len(list.Items) != 2 {
 		t.Errorf("v1 list: %v %d", err, len(list.Items))
+	}
+}
+
+// A path that names no served group, version or resource is a 404 worded
+// as kube-apiserver's, not a NotFound of a nameless object.
+func TestUnknownPathNotFound(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	for _, path := range []string{"/apis/nothing.example.com/v1", "/apis/autoscaling/v9", "/api/v1/nothings"} {
+		err := c.client.Discovery().RESTClient().Get().AbsPath(path).Do(ctx).Error()
+		st, ok := err.(apierrors.APIStatus)
+		if !ok || st.Status().Code != 404 || st.Status().Message != "the server could not find the requested resource" {
+			t.Errorf("GET %s: %v, want 404 \"the server could not find the requested resource\"", path, err)
+		}
 	}
 }
