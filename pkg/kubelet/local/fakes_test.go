@@ -40,6 +40,7 @@ type fakeRuntime struct {
 	// stopCode is the exit code StopContainer gives (default 137).
 	stopCode int
 	stops    map[string]time.Duration // container ID -> grace it was stopped with
+	stopped  map[string]time.Time     // container ID -> when it was stopped
 	exec     func(id string, cmd []string, s runtime.ExecStreams) (int, error)
 	ops      []string
 	usage    map[string]fakeUsage // by ID, for Stats
@@ -51,7 +52,7 @@ func newFakeRuntime(clk *testclock.FakeClock) *fakeRuntime {
 	return &fakeRuntime{
 		clock: clk, all: map[string]*runtime.ContainerStatus{}, configs: map[string]runtime.ContainerConfig{},
 		images: map[string]bool{}, pullErrs: map[string]error{}, startErrs: map[string]error{},
-		stopCode: 137, stops: map[string]time.Duration{},
+		stopCode: 137, stops: map[string]time.Duration{}, stopped: map[string]time.Time{},
 	}
 }
 
@@ -147,6 +148,7 @@ func (f *fakeRuntime) StopContainer(_ context.Context, id string, grace time.Dur
 		return nil
 	}
 	f.stops[id] = grace
+	f.stopped[id] = f.clock.Now()
 	if c.State == runtime.StateRunning {
 		c.State, c.ExitCode, c.FinishedAt = runtime.StateExited, f.stopCode, f.clock.Now()
 		f.op("stop %s", c.Name)
