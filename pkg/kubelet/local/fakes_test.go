@@ -17,6 +17,7 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -319,6 +320,9 @@ type testEnv struct {
 	net   *fakeNetwork
 	p     *Provider
 	root  string
+	// providerClock, when set, is the clock provider() gives (one that
+	// wraps clock).
+	providerClock clock.WithTicker
 }
 
 var epoch = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -338,7 +342,7 @@ func (e *testEnv) provider(objs ...apiruntime.Object) *Provider {
 		Runtime: e.rt, Network: e.net, Client: fake.NewClientset(objs...),
 		RootDir: e.root, ClusterDNS: []string{"10.96.0.10"}, ResolvConf: writeTemp(e.t, "nameserver 1.1.1.1\nsearch example.com\n"),
 		Clock: e.clock, Logger: slog.New(slog.DiscardHandler),
-	})
+	}.withClock(e.providerClock))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -366,6 +370,14 @@ func (e *testEnv) sync(w *podWorker) corev1.PodStatus {
 	e.t.Helper()
 	w.syncAndReport(context.Background())
 	return w.snapshot().Status
+}
+
+// withClock is c with clk as its clock, when clk is set.
+func (c Config) withClock(clk clock.WithTicker) Config {
+	if clk != nil {
+		c.Clock = clk
+	}
+	return c
 }
 
 func writeTemp(t *testing.T, content string) string {

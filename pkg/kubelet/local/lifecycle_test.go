@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime"
@@ -109,21 +110,38 @@ func TestPreStopHookOnDelete(t *testing.T) {
 	}
 }
 
+// afterClock tells of every After asked of it, so a test steps the
+// fake clock only once the provider waits on it.
+type afterClock struct {
+	*testclock.FakeClock
+	afters chan time.Duration
+}
+
+func (c *afterClock) After(d time.Duration) <-chan time.Time {
+	ch := c.FakeClock.After(d)
+	c.afters <- d
+	return ch
+}
+
 // The time a sleep hook takes counts against the grace period: the
 // container gets what is left, but at least 2s; a hook still running
 // when the grace period ends is cut short.
 func TestPreStopSleepWithinGrace(t *testing.T) {
 	for _, tc := range []struct {
-		name             string
-		sleep, grace     int64
-		minStop, maxStop time.Duration // when the stop comes, after the delete
+		name         string
+		sleep, grace int64
+		step         time.Duration // when the hook ends, after the delete
+		stopGrace    time.Duration
 	}{
-		{"sleep within grace", 10, 13, 10 * time.Second, 11 * time.Second},
-		{"sleep longer than grace", 50, 30, 30 * time.Second, 32 * time.Second},
-		{"sleep zero", 0, 30, 0, 0},
+		{"sleep within grace", 10, 13, 10 * time.Second, 3 * time.Second},
+		{"sleep longer than grace", 50, 30, 30 * time.Second, minStopGrace},
+		{"sleep zero", 0, 30, 0, 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestEnv(t)
+			clk := &afterClock{FakeClock: e.clock, afters: make(chan time.Duration, 10)}
+			e.providerClock = clk
+			e.p = e.provider()
 			pod := testPod("sleepy", "c")
 			pod.Spec.TerminationGracePeriodSeconds = ptr.To(tc.grace)
 			pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: tc.sleep}}}
@@ -133,26 +151,24 @@ func TestPreStopSleepWithinGrace(t *testing.T) {
 			start := e.clock.Now()
 			done := make(chan error)
 			go func() { done <- e.p.DeletePod(context.Background(), pod) }()
-			var err error
-		step:
-			for {
-				select {
-				case err = <-done:
-					break step
-				case <-time.After(time.Millisecond):
-					e.clock.Step(100 * time.Millisecond)
+			// The grace period's deadline, and the sleep.
+			waits := []time.Duration{<-clk.afters}
+			if tc.sleep > 0 {
+				waits = append(waits, <-clk.afters)
+				slices.Sort(waits)
+				if want := []time.Duration{time.Duration(min(tc.sleep, tc.grace)) * time.Second, time.Duration(max(tc.sleep, tc.grace)) * time.Second}; !slices.Equal(waits, want) {
+					t.Fatalf("waits %v, want %v", waits, want)
 				}
+				e.clock.Step(tc.step)
 			}
-			if err != nil {
+			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			took := e.rt.stopped[id].Sub(start)
-			if took < tc.minStop || took > tc.maxStop {
-				t.Errorf("stopped %s after the delete, want %s to %s", took, tc.minStop, tc.maxStop)
+			if took := e.rt.stopped[id].Sub(start); took != tc.step {
+				t.Errorf("stopped %s after the delete, want %s", took, tc.step)
 			}
-			want := max(time.Duration(tc.grace)*time.Second-took, minStopGrace)
-			if g := e.rt.stops[id]; g < want-time.Second || g > want+time.Second {
-				t.Errorf("stopped with grace %s, want about %s", g, want)
+			if g := e.rt.stops[id]; g != tc.stopGrace {
+				t.Errorf("stopped with grace %s, want %s", g, tc.stopGrace)
 			}
 		})
 	}
