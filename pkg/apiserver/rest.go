@@ -369,8 +369,10 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 	// metadata.generation is the server's, set before validation as
 	// Kubernetes' strategies do: a client sending none (a kubectl apply
 	// patch removing what a replace saved) or a stale one is not refused.
+	// An action (a pod's binding) is written to storage directly in
+	// Kubernetes, past the strategy that moves the generation.
 	om.SetGeneration(cm.GetGeneration())
-	if !res.NoGeneration && !apiequality.Semantic.DeepEqual(specOf(res, obj), specOf(res, current)) {
+	if !res.NoGeneration && sub != actionResource && !apiequality.Semantic.DeepEqual(specOf(res, obj), specOf(res, current)) {
 		om.SetGeneration(cm.GetGeneration() + 1)
 	}
 	var errs field.ErrorList

@@ -296,6 +296,17 @@ func (k *Kubelet) rejectPod(ctx context.Context, pod *corev1.Pod, reason, messag
 	return err
 }
 
+// kubeletOwnedCondition says whether the kubelet writes a pod condition
+// of type t (and its observedGeneration); others, such as a readiness
+// gate's or DisruptionTarget, are someone else's.
+func kubeletOwnedCondition(t corev1.PodConditionType) bool {
+	switch t {
+	case corev1.PodScheduled, corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady:
+		return true
+	}
+	return false
+}
+
 func klogRef(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 
 func terminal(p corev1.PodPhase) bool { return p == corev1.PodSucceeded || p == corev1.PodFailed }
@@ -322,6 +333,15 @@ func (k *Kubelet) syncStatus(ctx context.Context, pod *corev1.Pod) error {
 	}
 	if status.QOSClass == "" {
 		status.QOSClass = pod.Status.QOSClass
+	}
+	// The generation of the spec this kubelet has handed to its provider
+	// (syncPod did, just before), on the status and on the conditions the
+	// kubelet owns, as Kubernetes' kubelet reports them.
+	status.ObservedGeneration = pod.Generation
+	for i := range status.Conditions {
+		if kubeletOwnedCondition(status.Conditions[i].Type) {
+			status.Conditions[i].ObservedGeneration = pod.Generation
+		}
 	}
 	if !apiequality.Semantic.DeepEqual(&pod.Status, status) {
 		updated := pod.DeepCopy()

@@ -2,7 +2,9 @@
 // this machine: a sandbox per pod from the container runtime
 // (kubelet/runtime), an address on the pod network from CNI
 // (kubelet/network), volumes, environment, init and app containers with
-// restart policies and back-off, probes, and a Kubernetes-shaped status.
+// restart policies and back-off, probes, postStart and preStop hooks
+// (lifecycle.go: a stop runs the hook within the grace period, sidecars
+// stop after the app containers), and a Kubernetes-shaped status.
 //
 // # One worker per pod
 //

@@ -592,3 +592,116 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestLifecycleHooks runs hooks in real containers: the postStart exec
+// hook runs once the container started; on deletion the app's preStop
+// hook runs before its SIGTERM and reaches the sidecar (a restartable
+// init container) over localhost, which is stopped only after the app;
+// an httpGet preStop hook reaches the sidecar on the pod's address by
+// port name; the container's output that ends without a newline is a
+// FallbackToLogsOnError message as written.
+func TestLifecycleHooks(t *testing.T) {
+	n := newNode(t)
+	ctx := context.Background()
+	shared := filepath.Join(t.TempDir(), "shared")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hooks", UID: types.UID("uid-hooks-" + randomHex(t, 4))},
+		Spec: corev1.PodSpec{
+			NodeName: "local-e2e", RestartPolicy: corev1.RestartPolicyAlways, TerminationGracePeriodSeconds: ptr.To[int64](20),
+			Volumes: []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: shared, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}}},
+			InitContainers: []corev1.Container{{
+				Name: "side", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+				Command:      []string{"sh", "-c", `mkdir -p /www && echo sidecar-up > /www/index.html && httpd -f -vv -p 8080 -h /www & trap 'kill $!; exit 0' TERM; wait`},
+				Ports:        []corev1.ContainerPort{{Name: "web", ContainerPort: 8080}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}},
+				Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+					Command: []string{"sh", "-c", "echo side-prestop >> /shared/order"}}}},
+			}},
+			Containers: []corev1.Container{{
+				Name: "app", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:      []string{"sh", "-c", `trap 'echo app-term >> /shared/order; exit 0' TERM; sleep 600 & wait`},
+				VolumeMounts: []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}},
+				Lifecycle: &corev1.Lifecycle{
+					PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "echo app-poststart >> /shared/order"}}},
+					PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
+						"sleep 1; wget -q -O- http://127.0.0.1:8080/ >> /shared/order"}}},
+				},
+			}, {
+				Name: "poke", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
+				Ports:   []corev1.ContainerPort{{Name: "web", ContainerPort: 8080}},
+				Command: []string{"sh", "-c", `trap 'exit 0' TERM; sleep 600 & wait`},
+				Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+					Path: "/prestop-hook", Port: intstr.FromString("web")}}},
+			}},
+		},
+	}
+	if err := n.p.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	n.waitStatus("default", "hooks", 2*time.Minute, "Running and Ready", func(s *corev1.PodStatus) bool {
+		return s.Phase == corev1.PodRunning && hasCondition(s, corev1.PodReady)
+	})
+	read := func() string {
+		b, _ := os.ReadFile(filepath.Join(shared, "order"))
+		return string(b)
+	}
+	if got := read(); got != "app-poststart\n" {
+		t.Fatalf("after the start: %q, want the postStart hook's line", got)
+	}
+	// The sidecar logs the httpGet hook's request (busybox httpd -vv);
+	// its log goes with the pod, so it is read while the pod stops.
+	sideLog := filepath.Join(n.cfg.RootDir, "logs", "default_hooks_"+string(pod.UID), "side", "0.log")
+	start := time.Now()
+	deleted := make(chan error)
+	go func() { deleted <- n.p.DeletePod(ctx, withGrace(pod, 20)) }()
+	poked := false
+wait:
+	for {
+		select {
+		case err := <-deleted:
+			if err != nil {
+				t.Fatal(err)
+			}
+			break wait
+		case <-time.After(20 * time.Millisecond):
+			if b, err := os.ReadFile(sideLog); err == nil && strings.Contains(string(b), "prestop-hook") {
+				poked = true
+			}
+		}
+	}
+	if !poked {
+		b, _ := os.ReadFile(sideLog)
+		t.Errorf("the httpGet preStop hook did not reach the sidecar on the pod's address; its log:\n%s", b)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("deleting took %s: a container waited out its grace period", took)
+	}
+	// The sidecar's hook runs at once, the app's a second later (it
+	// still reaches the sidecar), then the app's SIGTERM.
+	if got, want := read(), "app-poststart\nside-prestop\nsidecar-up\napp-term\n"; got != want {
+		t.Errorf("order of hooks and signals:\n%s\nwant:\n%s", got, want)
+	}
+	if logs := n.logs.String(); strings.Contains(logs, "preStop hook failed") {
+		t.Errorf("a preStop hook failed:\n%s", logs)
+	}
+
+	// FallbackToLogsOnError: `echo -n DONE; false` reports "DONE".
+	term := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "term", UID: types.UID("uid-term-" + randomHex(t, 4))},
+		Spec: corev1.PodSpec{NodeName: "local-e2e", RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"/bin/sh", "-c"}, Args: []string{"/bin/echo -n DONE; /bin/false"},
+				TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}}},
+	}
+	if err := n.p.CreatePod(ctx, term); err != nil {
+		t.Fatal(err)
+	}
+	s := n.waitStatus("default", "term", time.Minute, "Failed", func(s *corev1.PodStatus) bool { return s.Phase == corev1.PodFailed })
+	if got := s.ContainerStatuses[0].State.Terminated.Message; got != "DONE" {
+		t.Errorf("termination message %q, want %q", got, "DONE")
+	}
+	if err := n.p.DeletePod(ctx, withGrace(term, 0)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -40,6 +41,7 @@ type fakeRuntime struct {
 	// stopCode is the exit code StopContainer gives (default 137).
 	stopCode int
 	stops    map[string]time.Duration // container ID -> grace it was stopped with
+	stopped  map[string]time.Time     // container ID -> when it was stopped
 	exec     func(id string, cmd []string, s runtime.ExecStreams) (int, error)
 	ops      []string
 	usage    map[string]fakeUsage // by ID, for Stats
@@ -51,7 +53,7 @@ func newFakeRuntime(clk *testclock.FakeClock) *fakeRuntime {
 	return &fakeRuntime{
 		clock: clk, all: map[string]*runtime.ContainerStatus{}, configs: map[string]runtime.ContainerConfig{},
 		images: map[string]bool{}, pullErrs: map[string]error{}, startErrs: map[string]error{},
-		stopCode: 137, stops: map[string]time.Duration{},
+		stopCode: 137, stops: map[string]time.Duration{}, stopped: map[string]time.Time{},
 	}
 }
 
@@ -147,6 +149,7 @@ func (f *fakeRuntime) StopContainer(_ context.Context, id string, grace time.Dur
 		return nil
 	}
 	f.stops[id] = grace
+	f.stopped[id] = f.clock.Now()
 	if c.State == runtime.StateRunning {
 		c.State, c.ExitCode, c.FinishedAt = runtime.StateExited, f.stopCode, f.clock.Now()
 		f.op("stop %s", c.Name)
@@ -317,6 +320,9 @@ type testEnv struct {
 	net   *fakeNetwork
 	p     *Provider
 	root  string
+	// providerClock, when set, is the clock provider() gives (one that
+	// wraps clock).
+	providerClock clock.WithTicker
 }
 
 var epoch = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -336,7 +342,7 @@ func (e *testEnv) provider(objs ...apiruntime.Object) *Provider {
 		Runtime: e.rt, Network: e.net, Client: fake.NewClientset(objs...),
 		RootDir: e.root, ClusterDNS: []string{"10.96.0.10"}, ResolvConf: writeTemp(e.t, "nameserver 1.1.1.1\nsearch example.com\n"),
 		Clock: e.clock, Logger: slog.New(slog.DiscardHandler),
-	})
+	}.withClock(e.providerClock))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -364,6 +370,14 @@ func (e *testEnv) sync(w *podWorker) corev1.PodStatus {
 	e.t.Helper()
 	w.syncAndReport(context.Background())
 	return w.snapshot().Status
+}
+
+// withClock is c with clk as its clock, when clk is set.
+func (c Config) withClock(clk clock.WithTicker) Config {
+	if clk != nil {
+		c.Clock = clk
+	}
+	return c
 }
 
 func writeTemp(t *testing.T, content string) string {

@@ -314,18 +314,34 @@ func tailOffset(f *os.File, n int64) (int64, error) {
 	return starts[0], nil
 }
 
-// logTail is the start of the last lines of a log, for a termination
-// message taken from the logs.
+// logTail is the end of a log, for a termination message taken from the
+// logs: its last lines, exactly as logged (no newline after a line the
+// container did not end), and of those the last limit bytes, as the
+// kubelet's ring buffer keeps them.
 func logTail(path string, lines, limit int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	buf := &limitedBuffer{max: limit}
+	buf := &tailBuffer{max: limit}
 	n := int64(lines)
 	_ = copyLog(context.Background(), f, buf, kubelet.LogOptions{TailLines: &n}, time.Time{}, func() bool { return false })
-	return buf.String()
+	return string(buf.buf)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	if extra := len(b.buf) - b.max; extra > 0 {
+		b.buf = append(b.buf[:0], b.buf[extra:]...)
+	}
+	return len(p), nil
 }
 
 // RunInContainer runs cmd in the container's running attempt, through

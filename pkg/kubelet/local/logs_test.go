@@ -64,7 +64,7 @@ func TestReadLogs(t *testing.T) {
 			}
 		})
 	}
-	if got := logTail(path, 2, 3); got != "\nla" {
+	if got := logTail(path, 2, 3); got != "st\n" {
 		t.Errorf("logTail %q", got)
 	}
 }

@@ -272,9 +272,26 @@ func (p *Provider) execProbe(ctx context.Context, id string, cmd []string, timeo
 }
 
 func (p *Provider) httpProbe(ctx context.Context, h *corev1.HTTPGetAction, c *corev1.Container, podIP string) (bool, string) {
+	code, body, err := p.httpGet(ctx, h, c, podIP, "probe")
+	switch {
+	case err != nil:
+		return false, err.Error()
+	case code >= http.StatusOK && code < http.StatusBadRequest:
+		return true, body
+	}
+	return false, fmt.Sprintf("HTTP probe failed with statuscode: %d", code)
+}
+
+// httpGet sends the GET of a probe or lifecycle hook as Kubernetes'
+// kubelet builds it: to the pod's address unless the action names a host,
+// the port by number or by the container port's name, its headers (Host
+// sets the request's host), User-Agent kube-<agent>/<major>.<minor>. TLS
+// is not verified; redirects are followed on the same host only. It
+// returns the response's status and the start of its body.
+func (p *Provider) httpGet(ctx context.Context, h *corev1.HTTPGetAction, c *corev1.Container, podIP, agent string) (int, string, error) {
 	port, err := resolvePort(h.Port, c)
 	if err != nil {
-		return false, err.Error()
+		return 0, "", err
 	}
 	host := h.Host
 	if host == "" {
@@ -290,11 +307,11 @@ func (p *Provider) httpProbe(ctx context.Context, h *corev1.HTTPGetAction, c *co
 	}
 	u, err := url.Parse(scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + path)
 	if err != nil {
-		return false, err.Error()
+		return 0, "", err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return false, err.Error()
+		return 0, "", err
 	}
 	for _, hd := range h.HTTPHeaders {
 		if strings.EqualFold(hd.Name, "Host") {
@@ -305,7 +322,7 @@ func (p *Provider) httpProbe(ctx context.Context, h *corev1.HTTPGetAction, c *co
 	}
 	if req.Header.Get("User-Agent") == "" {
 		v := strings.SplitN(strings.TrimPrefix(kubelet.Version, "v"), ".", 3)
-		req.Header.Set("User-Agent", "kube-probe/"+v[0]+"."+v[1])
+		req.Header.Set("User-Agent", "kube-"+agent+"/"+v[0]+"."+v[1])
 	}
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "*/*")
@@ -331,14 +348,11 @@ func (p *Provider) httpProbe(ctx context.Context, h *corev1.HTTPGetAction, c *co
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, err.Error()
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxProbeOutput))
-	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
-		return true, string(body)
-	}
-	return false, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+	return resp.StatusCode, string(body), nil
 }
 
 func (p *Provider) tcpProbe(ctx context.Context, t *corev1.TCPSocketAction, c *corev1.Container, podIP string) (bool, string) {

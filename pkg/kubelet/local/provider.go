@@ -366,7 +366,8 @@ func (p *Provider) notifyPod(pod *corev1.Pod) {
 }
 
 // DeletePod stops the pod's containers in parallel, giving them the pod's
-// grace period, removes them, its network and sandbox, and its files. It
+// grace period (preStop hooks first, sidecars last: stopContainers),
+// removes them, its network and sandbox, and its files. It
 // returns once all is gone; deleting a pod that is gone is not an error.
 func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	if err := p.ensureLoaded(ctx); err != nil {
@@ -423,30 +424,17 @@ func (p *Provider) killPod(ctx context.Context, pod *corev1.Pod, uid types.UID, 
 		return err
 	}
 	obs := observe(all, uid)
-	var wg sync.WaitGroup
-	errc := make(chan error, len(obs.containers))
+	var running []runtime.ContainerStatus
 	for _, c := range obs.containers {
-		if c.State != runtime.StateRunning {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		if c.State == runtime.StateRunning {
 			p.event(pod, c.Name, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
-			if err := p.rt.StopContainer(ctx, c.ID, grace); err != nil {
-				errc <- err
-			}
-		}()
+			running = append(running, c)
+		}
 	}
-	wg.Wait()
-	close(errc)
+	if err := p.stopContainers(ctx, pod, pod.Status.PodIP, running, grace); err != nil {
+		return err
+	}
 	var errs []error
-	for err := range errc {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
 	for _, c := range obs.containers {
 		if err := p.rt.RemoveContainer(ctx, c.ID); err != nil {
 			errs = append(errs, err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,30 +111,20 @@ func (w *podWorker) syncTerminated(ctx context.Context, pod *corev1.Pod) error {
 	w.stopProbes("")
 	w.podReady = false
 	grace := gracePeriod(&corev1.Pod{}, pod)
-	var mu sync.Mutex
 	var errs []error
-	fail := func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
-	var wg sync.WaitGroup
+	fail := func(err error) { errs = append(errs, err) }
 	acted := false
+	var running []runtime.ContainerStatus
 	for _, c := range w.obs.containers {
-		if c.State != runtime.StateRunning {
-			continue
-		}
-		acted = true
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		if c.State == runtime.StateRunning {
+			acted = true
 			w.p.event(pod, c.Name, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
-			if err := w.p.rt.StopContainer(ctx, c.ID, grace); err != nil {
-				fail(err)
-			}
-		}()
+			running = append(running, c)
+		}
 	}
-	wg.Wait()
+	if err := w.p.stopContainers(ctx, pod, w.podIP, running, grace); err != nil {
+		fail(err)
+	}
 	if !w.netDown {
 		ports := hostPorts(pod)
 		ok := true
@@ -601,6 +590,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, c *core
 		return true
 	}
 	w.p.event(pod, c.Name, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	w.postStart(ctx, pod, c, id)
 	return true
 }
 
@@ -660,13 +650,15 @@ func pullPolicy(c *corev1.Container) corev1.PullPolicy {
 }
 
 // killContainer stops a running container so it restarts (a failed
-// probe, a changed image).
+// probe, a changed image, a failed postStart hook), its preStop hook
+// first.
 func (w *podWorker) killContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, grace time.Duration, why string) {
 	w.p.event(pod, c.Name, corev1.EventTypeNormal, "Killing", "%s", why)
 	w.log.Info("killing container", "container", c.Name, "reason", why)
 	w.stopProbes(id)
 	w.killed[id] = true
-	if err := w.p.rt.StopContainer(ctx, id, grace); err != nil && ctx.Err() == nil {
+	inst := []runtime.ContainerStatus{{ID: id, Name: c.Name}}
+	if err := w.p.stopContainers(ctx, pod, w.podIP, inst, grace); err != nil && ctx.Err() == nil {
 		w.log.Warn("stop container", "container", c.Name, "err", err)
 	}
 }

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -356,31 +357,71 @@ func TestPodFiles(t *testing.T) {
 	}
 }
 
+// A termination message comes from the container's file, or with
+// FallbackToLogsOnError and a failure from the end of its log exactly as
+// logged: the last 80 lines, of those the last 2048 bytes, and no newline
+// after output that had none (`echo -n DONE; false` reports "DONE").
 func TestTerminationMessage(t *testing.T) {
 	e := newTestEnv(t)
-	pod := testPod("term", "c", "fallback")
+	pod := testPod("term", "c", "fallback", "nonl", "long", "ok")
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	pod.Spec.Containers[1].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	for i := 1; i < len(pod.Spec.Containers); i++ {
+		pod.Spec.Containers[i].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	}
 	w := e.worker(pod)
 	e.sync(w)
 	if err := os.WriteFile(e.p.terminationFile(pod.UID, "c", 0), []byte("all done"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logFile := e.p.logPath(pod, "fallback", 0)
-	if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
-		t.Fatal(err)
+	writeLog := func(name, content string) {
+		t.Helper()
+		logFile := e.p.logPath(pod, name, 0)
+		if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(logFile, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(logFile, []byte("2025-01-02T03:04:05.1Z stderr F oops\n2025-01-02T03:04:05.2Z stderr F panic: boom\n"), 0o644); err != nil {
-		t.Fatal(err)
+	writeLog("fallback", "2025-01-02T03:04:05.1Z stderr F oops\n2025-01-02T03:04:05.2Z stderr F panic: boom\n")
+	// What the runtime (as containerd's CRI) logs for `echo -n DONE`.
+	writeLog("nonl", "2025-01-02T03:04:05.1Z stdout P DONE\n")
+	var long strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&long, "2025-01-02T03:04:05.1Z stdout F line %03d %s\n", i, strings.Repeat("x", 40))
 	}
+	writeLog("long", long.String())
+	writeLog("ok", "2025-01-02T03:04:05.1Z stdout P DONE\n")
 	e.rt.exit(t, "c", 0)
 	e.rt.exit(t, "fallback", 2)
+	e.rt.exit(t, "nonl", 1)
+	e.rt.exit(t, "long", 1)
+	e.rt.exit(t, "ok", 0)
 	s := e.sync(w)
-	if got := s.ContainerStatuses[0].State.Terminated.Message; got != "all done" {
+	msg := func(name string) string {
+		for _, cs := range s.ContainerStatuses {
+			if cs.Name == name {
+				return cs.State.Terminated.Message
+			}
+		}
+		t.Fatalf("no status of %s", name)
+		return ""
+	}
+	if got := msg("c"); got != "all done" {
 		t.Errorf("message %q", got)
 	}
-	if got := s.ContainerStatuses[1].State.Terminated.Message; got != "oops\npanic: boom\n" {
+	if got := msg("fallback"); got != "oops\npanic: boom\n" {
 		t.Errorf("fallback message %q", got)
+	}
+	if got := msg("nonl"); got != "DONE" {
+		t.Errorf("fallback message of output without a newline %q, want %q", got, "DONE")
+	}
+	got := msg("long")
+	if len(got) != fallbackLogBytes || !strings.HasSuffix(got, "line 099 "+strings.Repeat("x", 40)+"\n") {
+		t.Errorf("fallback message of a long log: %d bytes ending %q, want the last %d", len(got), got[max(len(got)-60, 0):], fallbackLogBytes)
+	}
+	if got := msg("ok"); got != "" {
+		t.Errorf("a container that succeeded has message %q, want none", got)
 	}
 }
 

@@ -302,7 +302,7 @@ func TestLogsAndExitStatus(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 	long := strings.Repeat("x", maxLogLine)
-	want := []string{"stdout F out1", "stderr F err1", "stdout F ", "stdout P " + long, "stdout F " + strings.Repeat("x", 20000-maxLogLine), "stdout F tail"}
+	want := []string{"stdout F out1", "stderr F err1", "stdout F ", "stdout P " + long, "stdout F " + strings.Repeat("x", 20000-maxLogLine), "stdout P tail"}
 	got := readLog(t, logPath)
 	// stdout and stderr are separate pipes: only each stream's order is fixed.
 	if !sameLines(got, want) {

@@ -3,7 +3,6 @@ package runtime
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -104,9 +103,12 @@ func (t *taskIO) copy(stream string, r io.Reader) {
 		}
 		if err != nil {
 			t.mu.Lock()
-			// At the end of the output the last line is complete; when this
-			// process lets go (a kubelet restart) the next one continues it.
-			lines.flush(!errors.Is(err, io.EOF))
+			// Output that ends without a newline ends with a partial
+			// line, as containerd's CRI writes it: readers add no
+			// newline the container did not write (`echo -n`). When this
+			// process lets go (a kubelet restart) the next one continues
+			// the line.
+			lines.flush()
 			t.mu.Unlock()
 			return
 		}
@@ -142,10 +144,10 @@ func (l *lineSplitter) write(p []byte) {
 	l.buf = append([]byte(nil), l.buf...)
 }
 
-// flush writes what is left of a line, as a partial one if partial.
-func (l *lineSplitter) flush(partial bool) {
+// flush writes what is left of a line, as a partial one.
+func (l *lineSplitter) flush() {
 	if len(l.buf) > 0 {
-		l.emit(partial, l.buf)
+		l.emit(true, l.buf)
 		l.buf = nil
 	}
 }

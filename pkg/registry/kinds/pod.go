@@ -39,6 +39,33 @@ func pods() *registry.Resource {
 		Printer:        podPrinter,
 		FieldLabels:    podFields,
 		GracefulDelete: podGracefulDelete,
+
+		PrepareForStatusUpdate: keepPodObservedGeneration,
+	}
+}
+
+// keepPodObservedGeneration: a status writer that leaves out
+// status.observedGeneration, or a condition's, keeps what was stored, as
+// Kubernetes' pod status strategy does (conditions matched by type, in
+// order).
+func keepPodObservedGeneration(obj, old runtime.Object) {
+	pod, prev := obj.(*corev1.Pod), old.(*corev1.Pod)
+	if pod.Status.ObservedGeneration == 0 {
+		pod.Status.ObservedGeneration = prev.Status.ObservedGeneration
+	}
+	gens := map[corev1.PodConditionType][]int64{}
+	for _, c := range prev.Status.Conditions {
+		gens[c.Type] = append(gens[c.Type], c.ObservedGeneration)
+	}
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		var g int64
+		if list := gens[c.Type]; len(list) > 0 {
+			g, gens[c.Type] = list[0], list[1:]
+		}
+		if c.ObservedGeneration == 0 {
+			c.ObservedGeneration = g
+		}
 	}
 }
 
