@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/registry"
@@ -90,8 +91,16 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, res *registr
 	if redirectToRoot(w, r, loc.Path) {
 		return nil
 	}
+	// Like kube-apiserver, absolute links in an HTML answer (and a
+	// redirect's Location) are rewritten to go through the proxy path.
+	suffix := loc.Path
+	if strings.HasSuffix(r.URL.Path, "/") && !strings.HasSuffix(suffix, "/") {
+		suffix += "/"
+	}
+	rewriting := &utilproxy.Transport{Scheme: r.URL.Scheme, Host: r.URL.Host,
+		PathPrepend: strings.TrimSuffix(r.URL.Path, suffix), RoundTripper: s.proxy}
 	proxy := &httputil.ReverseProxy{
-		Transport:     s.proxy,
+		Transport:     rewriting,
 		FlushInterval: -1,
 		ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		Rewrite: func(pr *httputil.ProxyRequest) {

@@ -42,6 +42,10 @@ func echoBackend(t *testing.T, addr string, release <-chan struct{}) *httptest.S
 			}
 			_, _ = io.WriteString(w, "second\n")
 			return
+		case "/page":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = io.WriteString(w, `<html><body><a href="/rewriteme">test</a><a href="https://example.com/x">away</a></body></html>`)
+			return
 		case "/teapot":
 			w.Header().Set("X-Backend", "teapot")
 			w.WriteHeader(http.StatusTeapot)
@@ -276,6 +280,16 @@ func TestPodProxy(t *testing.T) {
 		}
 		if want := `POST /hello? test= body=hi auth=""`; string(got) != want {
 			t.Fatalf("%s: got %q, want %q", name, got, want)
+		}
+		// Absolute links of an HTML page go through the proxy path;
+		// links to other hosts are left alone.
+		page, err := c.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/pods/" + name + "/proxy/page").DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("%s page: %v", name, err)
+		}
+		if want := `<a href="/api/v1/namespaces/default/pods/` + name + `/proxy/rewriteme">test</a>`; !strings.Contains(string(page), want) ||
+			!strings.Contains(string(page), `href="https://example.com/x"`) {
+			t.Fatalf("%s page: %s, want %s and the foreign link untouched", name, page, want)
 		}
 	}
 }
