@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,13 +59,15 @@ func serviceFields(obj runtime.Object) fields.Set {
 // leaves out, as Kubernetes does: clients never have to echo allocations.
 func keepServiceAllocations(obj, old runtime.Object) {
 	svc, prev := obj.(*corev1.Service), old.(*corev1.Service)
+	dropTypeDependentFields(svc, prev)
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
-		svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = nil, nil
 		return
 	}
 	if svc.Spec.ClusterIP == "" && prev.Spec.Type != corev1.ServiceTypeExternalName {
 		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = prev.Spec.ClusterIP, prev.Spec.ClusterIPs
+	}
+	if !needsNodePorts(svc) {
+		return
 	}
 	for i := range svc.Spec.Ports {
 		if svc.Spec.Ports[i].NodePort != 0 {
@@ -75,6 +79,70 @@ func keepServiceAllocations(obj, old runtime.Object) {
 			}
 		}
 	}
+}
+
+func needsNodePorts(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer
+}
+
+// dropTypeDependentFields clears, on an update that changes a Service's
+// type, what the new type may not have and the client sent back
+// unchanged (a NodePort's node ports when it becomes a ClusterIP, its
+// cluster IP and traffic policies when it becomes an ExternalName), as
+// Kubernetes' service strategy does: a client that only changes the type
+// is not refused for fields the old type filled in. What the client did
+// change is left for validation to judge.
+func dropTypeDependentFields(svc, prev *corev1.Service) {
+	if svc.Spec.Type == prev.Spec.Type {
+		return
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		if svc.Spec.ClusterIP == prev.Spec.ClusterIP && slices.Equal(svc.Spec.ClusterIPs, prev.Spec.ClusterIPs) {
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		}
+		if slices.Equal(svc.Spec.IPFamilies, prev.Spec.IPFamilies) {
+			svc.Spec.IPFamilies = nil
+		}
+		if equality.Semantic.DeepEqual(svc.Spec.IPFamilyPolicy, prev.Spec.IPFamilyPolicy) {
+			svc.Spec.IPFamilyPolicy = nil
+		}
+		if equality.Semantic.DeepEqual(svc.Spec.InternalTrafficPolicy, prev.Spec.InternalTrafficPolicy) {
+			svc.Spec.InternalTrafficPolicy = nil
+		}
+	}
+	if needsNodePorts(prev) && !needsNodePorts(svc) && sameNodePorts(svc, prev) {
+		for i := range svc.Spec.Ports {
+			svc.Spec.Ports[i].NodePort = 0
+		}
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if svc.Spec.HealthCheckNodePort == prev.Spec.HealthCheckNodePort {
+			svc.Spec.HealthCheckNodePort = 0
+		}
+		if equality.Semantic.DeepEqual(svc.Spec.AllocateLoadBalancerNodePorts, prev.Spec.AllocateLoadBalancerNodePorts) {
+			svc.Spec.AllocateLoadBalancerNodePorts = nil
+		}
+		if equality.Semantic.DeepEqual(svc.Spec.LoadBalancerClass, prev.Spec.LoadBalancerClass) {
+			svc.Spec.LoadBalancerClass = nil
+		}
+	}
+	if !needsNodePorts(svc) && svc.Spec.ExternalTrafficPolicy == prev.Spec.ExternalTrafficPolicy {
+		svc.Spec.ExternalTrafficPolicy = ""
+	}
+}
+
+// sameNodePorts says whether svc keeps prev's node ports, port by port.
+func sameNodePorts(svc, prev *corev1.Service) bool {
+	have := map[string]int32{}
+	for _, p := range prev.Spec.Ports {
+		have[string(p.Protocol)+"/"+strconv.Itoa(int(p.Port))] = p.NodePort
+	}
+	for _, p := range svc.Spec.Ports {
+		if n, ok := have[string(p.Protocol)+"/"+strconv.Itoa(int(p.Port))]; p.NodePort != 0 && (!ok || n != p.NodePort) {
+			return false
+		}
+	}
+	return true
 }
 
 // serviceAllocator hands out Service cluster IPs and node ports. Each
