@@ -706,9 +706,9 @@ wait:
 	}
 }
 
-// TestMemoryEmptyDirInContainer runs a container on a memory-backed emptyDir: it
-// sees a tmpfs (statfs), open to all, of the volume's sizeLimit; the
-// tmpfs is unmounted when the pod is deleted.
+// TestMemoryEmptyDirInContainer runs a container on a memory-backed
+// emptyDir: it sees a tmpfs (statfs), open to all, of the volume's
+// sizeLimit; the tmpfs is unmounted when the pod is deleted.
 func TestMemoryEmptyDirInContainer(t *testing.T) {
 	n := newNode(t)
 	pod := &corev1.Pod{
