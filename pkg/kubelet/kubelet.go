@@ -266,12 +266,22 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		if err := k.cfg.Provider.CreatePod(ctx, pod); err != nil {
 			return fmt.Errorf("create pod: %w", err)
 		}
-	case running != nil && !apiequality.Semantic.DeepEqual(running.Spec, pod.Spec):
+	case running != nil && podChanged(running, pod):
 		if err := k.cfg.Provider.UpdatePod(ctx, pod); err != nil {
 			return fmt.Errorf("update pod: %w", err)
 		}
 	}
 	return k.syncStatus(ctx, pod)
+}
+
+// podChanged says whether the provider must hear of the API's pod: its
+// spec changed, or its labels or annotations, which downwardAPI volumes
+// and fieldRef environment (a subPathExpr's) show, as Kubernetes' kubelet
+// hands every pod update to its pod worker.
+func podChanged(running, pod *corev1.Pod) bool {
+	return !apiequality.Semantic.DeepEqual(running.Spec, pod.Spec) ||
+		!apiequality.Semantic.DeepEqual(running.Labels, pod.Labels) ||
+		!apiequality.Semantic.DeepEqual(running.Annotations, pod.Annotations)
 }
 
 // PodAdmitter is a provider that refuses some pods before running any of

@@ -47,7 +47,10 @@
 // configMap, secret, downwardAPI and projected volumes are written the way
 // Kubernetes' atomic writer does: a timestamped directory, a "..data"
 // symlink swapped atomically, and one symlink per visible file, so that a
-// container sees an update all at once.
+// container sees an update all at once. They are written again every
+// minute and at once when the pod's spec, labels or annotations change.
+// An emptyDir of medium Memory is a tmpfs mounted on its directory
+// (emptydir.go), unmounted when the pod finishes or goes.
 //
 // A persistentVolumeClaim volume mounts its bound hostPath or local
 // volume. Until the claim is Bound (or while it is being deleted) the pod

@@ -705,3 +705,38 @@ wait:
 		t.Fatal(err)
 	}
 }
+
+// TestMemoryEmptyDirInContainer runs a container on a memory-backed
+// emptyDir: it sees a tmpfs (statfs), open to all, of the volume's
+// sizeLimit; the tmpfs is unmounted when the pod is deleted.
+func TestMemoryEmptyDirInContainer(t *testing.T) {
+	n := newNode(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tmpfs", UID: types.UID("uid-tmpfs-" + randomHex(t, 4))},
+		Spec: corev1.PodSpec{NodeName: "local-e2e", RestartPolicy: corev1.RestartPolicyNever,
+			Volumes: []corev1.Volume{{Name: "m", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+				Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("16Mi"))}}}},
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:      []string{"sh", "-c", `echo "$(stat -f -c %T /m) $(stat -c %a /m) $(df -k /m | tail -1 | awk '{print $2}')" > /dev/termination-log`},
+				VolumeMounts: []corev1.VolumeMount{{Name: "m", MountPath: "/m"}}}}},
+	}
+	ctx := context.Background()
+	if err := n.p.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	s := n.waitStatus("default", "tmpfs", time.Minute, "Succeeded", func(s *corev1.PodStatus) bool { return s.Phase == corev1.PodSucceeded })
+	if got := s.ContainerStatuses[0].State.Terminated.Message; got != "tmpfs 777 16384\n" {
+		t.Errorf("statfs type, mode and size of the volume: %q, want %q", got, "tmpfs 777 16384\n")
+	}
+	dir := filepath.Join(n.cfg.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "m")
+	if err := n.p.DeletePod(ctx, withGrace(pod, 0)); err != nil {
+		t.Fatal(err)
+	}
+	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mountinfo), " "+dir+" ") {
+		t.Errorf("%s is still mounted", dir)
+	}
+}

@@ -320,6 +320,8 @@ type testEnv struct {
 	net   *fakeNetwork
 	p     *Provider
 	root  string
+	// mounts are the tmpfs mounts of memory-backed emptyDirs.
+	mounts *fakeMounter
 	// providerClock, when set, is the clock provider() gives (one that
 	// wraps clock).
 	providerClock clock.WithTicker
@@ -347,6 +349,10 @@ func (e *testEnv) provider(objs ...apiruntime.Object) *Provider {
 		e.t.Fatal(err)
 	}
 	p.list.ttl = 0
+	if e.mounts == nil {
+		e.mounts = &fakeMounter{mounted: map[string]int64{}}
+	}
+	p.mounter = e.mounts
 	e.t.Cleanup(func() { _ = p.Close() })
 	return p
 }
@@ -426,3 +432,33 @@ func (r *recorder) AnnotatedEventf(obj apiruntime.Object, _ map[string]string, e
 }
 
 var _ io.Writer = (*limitedBuffer)(nil)
+
+// fakeMounter keeps the tmpfs mounts, by directory, with their size.
+type fakeMounter struct {
+	mu      sync.Mutex
+	mounted map[string]int64
+}
+
+func (m *fakeMounter) mountTmpfs(dir string, size int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.mounted[dir]; !ok {
+		m.mounted[dir] = size
+	}
+	return nil
+}
+
+func (m *fakeMounter) unmount(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.mounted, dir)
+	return nil
+}
+
+// size is the size of the tmpfs on dir, and whether there is one.
+func (m *fakeMounter) size(dir string) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.mounted[dir]
+	return s, ok
+}

@@ -170,6 +170,8 @@ type Provider struct {
 	// readNode measures the machine (readProcNode; tests replace it).
 	cpu      stats.CPUTracker
 	readNode func() (nodeUsage, error)
+	// mounter mounts memory-backed emptyDirs (emptydir.go).
+	mounter mounter
 }
 
 var (
@@ -200,6 +202,7 @@ func New(cfg Config) (*Provider, error) {
 		sandboxBackOff: flowcontrol.NewFakeBackOff(time.Second, time.Minute, cfg.Clock),
 		pods:           map[string]*podWorker{},
 		readNode:       readProcNode,
+		mounter:        sysMounter{},
 	}
 	if cfg.Network != nil {
 		p.net = cfg.Network
@@ -456,6 +459,10 @@ func (p *Provider) killPod(ctx context.Context, pod *corev1.Pod, uid types.UID, 
 	}
 	if uid != "" {
 		p.releaseGlusterfs(uid)
+		if err := p.unmountEmptyDirs(uid); err != nil {
+			// Removing the files would empty the tmpfs, not free it.
+			return err
+		}
 		if err := os.RemoveAll(p.podDir(uid)); err != nil {
 			return err
 		}

@@ -151,8 +151,12 @@ func (w *podWorker) syncTerminated(ctx context.Context, pod *corev1.Pod) error {
 		}
 	}
 	if len(errs) == 0 && !w.obs.anyRunning() {
-		// A finished pod holds its node's shared mounts no longer.
+		// A finished pod holds its node's shared mounts no longer, nor
+		// the memory of its tmpfs volumes.
 		w.p.releaseGlusterfs(w.uid)
+		if err := w.p.unmountEmptyDirs(w.uid); err != nil {
+			return err
+		}
 	}
 	return errors.Join(errs...)
 }

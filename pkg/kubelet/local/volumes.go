@@ -61,20 +61,7 @@ func (p *Provider) setupVolumes(ctx context.Context, pod *corev1.Pod) error {
 func (p *Provider) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, objs *podenv.Objects, gid *int64) error {
 	switch src := v.VolumeSource; {
 	case src.EmptyDir != nil:
-		// Medium Memory is a plain directory too: it is not counted
-		// against the pod's memory.
-		dir := p.volumeDir(pod.UID, pluginEmptyDir, v.Name)
-		if err := os.MkdirAll(dir, 0o777); err != nil {
-			return err
-		}
-		mode := fs.FileMode(0o777)
-		if gid != nil {
-			if err := os.Chown(dir, -1, int(*gid)); err != nil {
-				return err
-			}
-			mode |= fs.ModeSetgid
-		}
-		return os.Chmod(dir, mode)
+		return p.setupEmptyDir(pod, v, gid)
 	case src.HostPath != nil:
 		return checkHostPath(src.HostPath)
 	case src.ConfigMap != nil:

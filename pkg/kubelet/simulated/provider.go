@@ -3,6 +3,7 @@ package simulated
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -203,6 +204,7 @@ func (p *Provider) UpdatePod(_ context.Context, pod *corev1.Pod) error {
 	defer p.mu.Unlock()
 	if cur, ok := p.pods[key(pod.Namespace, pod.Name)]; ok {
 		cur.Spec = *pod.Spec.DeepCopy()
+		cur.Labels, cur.Annotations = maps.Clone(pod.Labels), maps.Clone(pod.Annotations)
 		for i := range cur.Status.ContainerStatuses {
 			for _, c := range pod.Spec.Containers {
 				if c.Name == cur.Status.ContainerStatuses[i].Name {
