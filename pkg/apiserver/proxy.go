@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 
 	"github.com/minik8s/minik8s/pkg/registry"
 )
@@ -105,6 +107,13 @@ func (s *Server) servePodLog(w http.ResponseWriter, r *http.Request, res *regist
 	if err := kubeletResponseError(resp, pod.Name); err != nil {
 		return err
 	}
+	if wsstream.IsWebSocketRequest(r) {
+		// As kube-apiserver: the log streams over a websocket in binary
+		// (binary.k8s.io) or base64 (base64.binary.k8s.io) frames.
+		// bufio: the stream's copy drops what a Read returns together
+		// with io.EOF, as the HTTP body of a short log does.
+		return wsstream.NewReader(bufio.NewReader(resp.Body), true, wsstream.NewDefaultReaderProtocols()).Copy(hijackable{w}, r)
+	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusOK)
 	var dst io.Writer = w
@@ -113,6 +122,15 @@ func (s *Server) servePodLog(w http.ResponseWriter, r *http.Request, res *regist
 	}
 	_, _ = io.Copy(dst, resp.Body)
 	return nil
+}
+
+// hijackable lets a handler that asserts http.Hijacker (the websocket
+// server) take over the connection under the apiserver's wrapping
+// ResponseWriters, which reach it through Unwrap.
+type hijackable struct{ http.ResponseWriter }
+
+func (h hijackable) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(h.ResponseWriter).Hijack()
 }
 
 type apiFlushWriter struct {

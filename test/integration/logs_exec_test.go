@@ -17,11 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
@@ -104,6 +106,45 @@ func TestLogsAndExec(t *testing.T) {
 			return err == nil && p.Status.Phase == corev1.PodRunning, nil
 		})
 	}
+
+	t.Run("logs over a websocket", func(t *testing.T) {
+		// As the upstream conformance spec reads them: binary.k8s.io frames.
+		tlsCfg, err := rest.TLSConfigFor(c.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, err := neturl.Parse(c.config.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := websocket.NewConfig("wss://"+host.Host+"/api/v1/namespaces/default/pods/p/log?container=c", "http://localhost")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Protocol, cfg.TlsConfig = []string{"binary.k8s.io"}, tlsCfg
+		if c.config.BearerToken != "" {
+			cfg.Header.Set("Authorization", "Bearer "+c.config.BearerToken)
+		}
+		ws, err := websocket.DialConfig(cfg)
+		if err != nil {
+			t.Fatalf("open a websocket to the pod's log: %v", err)
+		}
+		defer ws.Close()
+		var got bytes.Buffer
+		for {
+			var frame []byte
+			if err := websocket.Message.Receive(ws, &frame); err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("read the log over a websocket: %v", err)
+				}
+				break
+			}
+			got.Write(frame)
+		}
+		if want := "simulated container c started\nhello\nworld\n"; got.String() != want {
+			t.Errorf("log over a websocket = %q, want %q", got.String(), want)
+		}
+	})
 
 	t.Run("kubectl logs", func(t *testing.T) {
 		if got, want := k.ok(t, "logs", "p"), "simulated container c started\nhello\nworld\n"; got != want {
