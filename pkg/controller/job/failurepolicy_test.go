@@ -355,3 +355,34 @@ func TestSuccessPolicy(t *testing.T) {
 		})
 	}
 }
+
+func TestBackoffLimitPerIndexIgnoredFailure(t *testing.T) {
+	e := newEnv(t, Config{BackoffBase: time.Second, BackoffMax: time.Minute})
+	e.create(newJob("ipi", indexedJob(1, 1, perIndexLimit(0),
+		withRules(exitCodes(batchv1.PodFailurePolicyActionIgnore, batchv1.PodFailurePolicyOnExitCodesOpIn, "", 42)))))
+	e.settle("ipi")
+	e.failWith(e.activePods()[0], 42, false)
+	e.settle("ipi")
+	e.clock.Step(time.Second)
+	e.settle("ipi")
+	j := e.job("ipi")
+	if ptr.Deref(j.Status.FailedIndexes, "nil") != "" || j.Status.Failed != 0 || len(conditions(j)) != 0 {
+		t.Fatalf("an ignored failure counted: %+v", j.Status)
+	}
+	act := e.activePods()
+	if len(act) != 1 || act[0].Annotations[batchv1.JobIndexFailureCountAnnotation] != "0" ||
+		act[0].Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation] != "1" {
+		t.Fatalf("replacement %v", act)
+	}
+	e.wantReleasedFailed()
+}
+
+// wantReleasedFailed: no failed Pod holds the tracking finalizer.
+func (e *env) wantReleasedFailed() {
+	e.t.Helper()
+	for _, p := range e.pods() {
+		if p.Status.Phase == corev1.PodFailed && hasTrackingFinalizer(p) {
+			e.t.Errorf("failed pod %s keeps its finalizer", p.Name)
+		}
+	}
+}
