@@ -26,8 +26,17 @@
 // condition (FailureTarget, SuccessCriteriaMet) comes first; the terminal
 // one (Failed, Complete) follows once no Pod of the Job is left running.
 //
-// Not implemented: podFailurePolicy, successPolicy, backoffLimitPerIndex
-// (they are accepted by the apiserver, and ignored here).
+// spec.podFailurePolicy decides, rule by rule, what a failed Pod does:
+// FailJob fails the Job (reason PodFailurePolicy), Ignore keeps it out of
+// the failure counts, Count counts it, FailIndex fails its index. With
+// backoffLimitPerIndex an Indexed Job counts failures per index (the
+// batch.kubernetes.io/job-index-failure-count annotation, carried from a
+// failed Pod to its replacement, which waits out a per-index back-off);
+// an index past its limit goes into status.failedIndexes, and the Job
+// fails with MaxFailedIndexesExceeded or, once every index is done,
+// FailedIndexes. spec.successPolicy completes an Indexed Job (reason
+// SuccessPolicy) once a rule's indexes or count succeeded; the Pods still
+// running are deleted.
 //
 // The controller reads Jobs and Pods through informers and writes through
 // the API with optimistic concurrency (a conflict requeues). It never

@@ -142,3 +142,30 @@ func pendingIndexes(done indexSet, busy map[int]bool, count, completions int) []
 	}
 	return out
 }
+
+// intersect is how many indexes s and o have in common.
+func (s indexSet) intersect(o indexSet) int {
+	n := 0
+	for i, j := 0, 0; i < len(s) && j < len(o); {
+		if overlap := min(s[i].last, o[j].last) - max(s[i].first, o[j].first) + 1; overlap > 0 {
+			n += overlap
+		}
+		if s[i].last < o[j].last {
+			i++
+		} else {
+			j++
+		}
+	}
+	return n
+}
+
+// union is s plus o.
+func (s indexSet) union(o indexSet) indexSet {
+	var ixs []int
+	for _, iv := range o {
+		for ix := iv.first; ix <= iv.last; ix++ {
+			ixs = append(ixs, ix)
+		}
+	}
+	return s.with(ixs)
+}

@@ -212,7 +212,11 @@ func (c *Controller) release(ctx context.Context, job *batchv1.Job, p *corev1.Po
 // createPods creates a Pod for each index (or n NonIndexed ones) in
 // batches of 1, 2, 4...: when creation fails (a quota, say) it stops
 // early instead of failing n times. It returns how many it created.
-func (c *Controller) createPods(ctx context.Context, job *batchv1.Job, key string, n int, indexes []int) (int32, error) {
+//
+// replaced holds, by index, the failed Pod that a new Pod of a Job with
+// backoffLimitPerIndex replaces: the new Pod carries the index's failure
+// counts on in its annotations.
+func (c *Controller) createPods(ctx context.Context, job *batchv1.Job, key string, n int, indexes []int, replaced map[int]*corev1.Pod) (int32, error) {
 	c.expect.ExpectCreations(key, n)
 	var created atomic.Int32
 	var firstErr error
@@ -230,7 +234,15 @@ func (c *Controller) createPods(ctx context.Context, job *batchv1.Job, key strin
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := c.createPod(ctx, job, ix)
+				pod := newPod(job, ix)
+				if perIndex(job) && ix != noIndex {
+					counted, ignored := replacementFailures(job, replaced[ix])
+					pod.Annotations[batchv1.JobIndexFailureCountAnnotation] = strconv.Itoa(int(counted))
+					if ignored > 0 {
+						pod.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation] = strconv.Itoa(int(ignored))
+					}
+				}
+				err := c.createPod(ctx, job, pod)
 				if err == nil {
 					created.Add(1)
 					return
@@ -255,8 +267,8 @@ func (c *Controller) createPods(ctx context.Context, job *batchv1.Job, key strin
 	return created.Load(), firstErr
 }
 
-func (c *Controller) createPod(ctx context.Context, job *batchv1.Job, index int) error {
-	pod, err := c.Client.CoreV1().Pods(job.Namespace).Create(ctx, newPod(job, index), metav1.CreateOptions{})
+func (c *Controller) createPod(ctx context.Context, job *batchv1.Job, pod *corev1.Pod) error {
+	pod, err := c.Client.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return err

@@ -258,3 +258,13 @@ func TestGenerateName(t *testing.T) {
 		}
 	}
 }
+
+func TestIndexSetIntersectUnion(t *testing.T) {
+	a, b := parseIndexes("0-3,7,9-12", 20), parseIndexes("2-8,10", 20)
+	if got := a.intersect(b); got != 4 { // 2, 3, 7, 10
+		t.Errorf("intersect %d, want 4", got)
+	}
+	if got := a.union(b).String(); got != "0-12" {
+		t.Errorf("union %q", got)
+	}
+}

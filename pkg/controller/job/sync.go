@@ -43,7 +43,12 @@ type state struct {
 	removing sets.Set[string]
 
 	prevIndexes, indexes indexSet // Indexed Jobs: succeeded indexes
-	record               backoffRecord
+	// Jobs with backoffLimitPerIndex: the failed indexes, and each
+	// pending index's latest failed Pod (it keeps its finalizer until
+	// its replacement exists).
+	failedIndexes indexSet
+	lastFailures  map[int]*corev1.Pod
+	record        backoffRecord
 	// finish is the condition the Job is heading for: a new interim one
 	// (FailureTarget, SuccessCriteriaMet), or the terminal one once the
 	// interim one is written.
@@ -118,7 +123,8 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	}
 	newSucceeded, newFailed := s.newlyFinished()
 	s.succeeded = job.Status.Succeeded + int32(len(newSucceeded)+s.uncountedSucceeded.Len())
-	s.failed = job.Status.Failed + int32(len(newFailed)+s.uncountedFailed.Len())
+	// Failures that spec.podFailurePolicy ignores are not counted.
+	s.failed = job.Status.Failed + int32(countedFailures(job, newFailed)+s.uncountedFailed.Len())
 	startTimeSet := false
 	if job.Status.StartTime == nil && !suspended(job) {
 		job.Status.StartTime = ptr.To(metav1.NewTime(s.now))
@@ -141,6 +147,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		}
 		s.indexes = s.prevIndexes.with(ixs)
 		s.succeeded = int32(s.indexes.total())
+		c.indexedOutcome(s)
 	}
 
 	activeCount := int32(len(s.active))
@@ -215,6 +222,9 @@ func (c *Controller) finishCondition(s *state) *batchv1.JobCondition {
 	if cond := kit.GetCondition(job.Status.Conditions, batchv1.JobFailureTarget); cond != nil && cond.Status == corev1.ConditionTrue {
 		return ptr.To(newCondition(batchv1.JobFailed, corev1.ConditionTrue, cond.Reason, cond.Message, s.now))
 	}
+	if msg, ok := failJobMessage(job, s.pods); ok {
+		return ptr.To(newCondition(batchv1.JobFailureTarget, corev1.ConditionTrue, batchv1.JobReasonPodFailurePolicy, msg, s.now))
+	}
 	if s.failed > backoffLimit(job) || pastBackoffLimitOnFailure(job, s.pods) {
 		return ptr.To(newCondition(batchv1.JobFailureTarget, corev1.ConditionTrue, batchv1.JobReasonBackoffLimitExceeded, msgBackoffLimit, s.now))
 	}
@@ -226,6 +236,31 @@ func (c *Controller) finishCondition(s *state) *batchv1.JobCondition {
 		c.Queue.AddAfter(s.key, left)
 	}
 	return nil
+}
+
+// indexedOutcome adds, for Indexed Jobs, the failed indexes of
+// backoffLimitPerIndex and the rules of spec.successPolicy to the
+// condition the Job heads for.
+func (c *Controller) indexedOutcome(s *state) {
+	job := s.job
+	if perIndex(job) {
+		s.failedIndexes = failedIndexesOf(job, s.pods)
+		if s.finish == nil {
+			nFailed := s.failedIndexes.total()
+			switch {
+			case job.Spec.MaxFailedIndexes != nil && nFailed > int(*job.Spec.MaxFailedIndexes):
+				s.finish = ptr.To(newCondition(batchv1.JobFailureTarget, corev1.ConditionTrue, batchv1.JobReasonMaxFailedIndexesExceeded, msgMaxFailedIndexes, s.now))
+			case nFailed > 0 && nFailed+s.indexes.total() >= int(*job.Spec.Completions):
+				s.finish = ptr.To(newCondition(batchv1.JobFailureTarget, corev1.ConditionTrue, batchv1.JobReasonFailedIndexes, msgFailedIndexes, s.now))
+			}
+		}
+		s.lastFailures = lastFailures(job, s.pods, s.indexes, s.failedIndexes)
+	}
+	if s.finish == nil {
+		if msg, ok := matchSuccessPolicy(job, s.indexes); ok {
+			s.finish = ptr.To(newCondition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, batchv1.JobReasonSuccessPolicy, msg, s.now))
+		}
+	}
 }
 
 // manage creates or deletes Pods so that as many run as the Job wants,
@@ -259,9 +294,11 @@ func (c *Controller) manage(ctx context.Context, s *state) (int32, error) {
 	if diff <= 0 {
 		return n, nil
 	}
-	if left := s.record.remaining(s.now, c.cfg.BackoffBase, c.cfg.BackoffMax); left > 0 {
-		c.Queue.AddAfter(s.key, left)
-		return n, nil
+	if !perIndex(job) {
+		if left := s.record.remaining(s.now, c.cfg.BackoffBase, c.cfg.BackoffMax); left > 0 {
+			c.Queue.AddAfter(s.key, left)
+			return n, nil
+		}
 	}
 	diff = min(diff, maxPodChangesPerSync)
 	var ixs []int
@@ -272,12 +309,29 @@ func (c *Controller) manage(ctx context.Context, s *state) (int32, error) {
 				busy[completionIndex(p)] = true
 			}
 		}
-		ixs = pendingIndexes(s.indexes, busy, int(diff), int(*job.Spec.Completions))
+		ixs = pendingIndexes(s.indexes.union(s.failedIndexes), busy, int(diff), int(*job.Spec.Completions))
+		if perIndex(job) {
+			// Each index waits out its own back-off.
+			var ready []int
+			var wait time.Duration
+			for _, ix := range ixs {
+				left := indexBackoff(s.lastFailures[ix], s.now, c.cfg.BackoffBase, c.cfg.BackoffMax)
+				if left == 0 {
+					ready = append(ready, ix)
+				} else if wait == 0 || left < wait {
+					wait = left
+				}
+			}
+			if len(ready) == 0 && wait > 0 {
+				c.Queue.AddAfter(s.key, wait)
+			}
+			ixs = ready
+		}
 		if diff = int32(len(ixs)); diff == 0 {
 			return n, nil
 		}
 	}
-	created, err := c.createPods(ctx, job, s.key, int(diff), ixs)
+	created, err := c.createPods(ctx, job, s.key, int(diff), ixs, s.lastFailures)
 	return n + created, err
 }
 
@@ -385,8 +439,13 @@ func (c *Controller) track(ctx context.Context, s *state, needsFlush bool) error
 			continue // counted in an earlier sync
 		}
 		podFailed := failed(p, job)
-		if job.DeletionTimestamp == nil && s.finish == nil && p.Status.Phase != corev1.PodSucceeded && !podFailed {
-			continue // still running: it keeps its finalizer
+		if job.DeletionTimestamp == nil && s.finish == nil && p.Status.Phase != corev1.PodSucceeded {
+			if !podFailed {
+				continue // still running: it keeps its finalizer
+			}
+			if last, ok := s.lastFailures[completionIndex(p)]; ok && last.UID == p.UID {
+				continue // until its index has a new Pod
+			}
 		}
 		release = append(release, p)
 		switch {
@@ -403,7 +462,10 @@ func (c *Controller) track(ctx context.Context, s *state, needsFlush bool) error
 			}
 		case podFailed || (s.finish != nil && s.finish.Type != batchv1.JobSuccessCriteriaMet):
 			// Once the Job failed, whatever did not succeed failed.
-			if !s.uncountedFailed.Has(uid) && (!isIndexed || validIndex(p, *job.Spec.Completions)) {
+			// Failures that spec.podFailurePolicy ignores only lose their
+			// finalizer.
+			if !s.uncountedFailed.Has(uid) && (!isIndexed || validIndex(p, *job.Spec.Completions)) &&
+				matchFailurePolicy(job.Spec.PodFailurePolicy, p).counts() {
 				uncounted.Failed = append(uncounted.Failed, p.UID)
 				s.uncountedFailed.Insert(uid)
 				needsFlush = true
@@ -421,6 +483,14 @@ func (c *Controller) track(ctx context.Context, s *state, needsFlush bool) error
 			needsFlush = true
 		}
 		job.Status.Succeeded = int32(s.indexes.total())
+		var failedStr *string
+		if perIndex(job) {
+			failedStr = ptr.To(s.failedIndexes.String())
+		}
+		if !ptr.Equal(failedStr, job.Status.FailedIndexes) {
+			job.Status.FailedIndexes = failedStr
+			needsFlush = true
+		}
 	}
 	final := s.finish
 	if final != nil && final.Type == batchv1.JobFailureTarget {
