@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime"
 )
@@ -214,13 +215,13 @@ func findContainer(pod *corev1.Pod, name string) *corev1.Container {
 // resizeCondition is the pod's PodResizeInProgress condition while a
 // running container's resources differ from its spec's, as Kubernetes'
 // kubelet reports it (reason Error when applying them failed).
-func (in *statusInput) resizeCondition(s *corev1.PodStatus) *corev1.PodCondition {
+func resizeCondition(pod *corev1.Pod, s *corev1.PodStatus, errs map[string]string) *corev1.PodCondition {
 	if s.Phase != corev1.PodRunning {
 		return nil
 	}
 	for _, list := range [][]corev1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
 		for _, cs := range list {
-			c := findContainer(in.pod, cs.Name)
+			c := findContainer(pod, cs.Name)
 			if c == nil || cs.State.Running == nil || cs.Resources == nil {
 				continue
 			}
@@ -228,13 +229,28 @@ func (in *statusInput) resizeCondition(s *corev1.PodStatus) *corev1.PodCondition
 				continue
 			}
 			cond := &corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}
-			if msg := in.resizeErrs[c.Name]; msg != "" {
+			if msg := errs[c.Name]; msg != "" {
 				cond.Reason, cond.Message = corev1.PodReasonError, fmt.Sprintf("resize of container %s failed: %s", c.Name, msg)
-			} else if msg := in.resizeErrs[""]; msg != "" {
+			} else if msg := errs[""]; msg != "" {
 				cond.Reason, cond.Message = corev1.PodReasonError, "resize of the pod's cgroup failed: "+msg
 			}
 			return cond
 		}
 	}
 	return nil
+}
+
+// withResizeInProgress adds PodResizeInProgress to a status computed
+// before the worker took a resize it was just handed, so that no one
+// reading the pod meanwhile takes the resize for done.
+func withResizeInProgress(pod *corev1.Pod, now metav1.Time) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodResizeInProgress {
+			return
+		}
+	}
+	if c := resizeCondition(pod, &pod.Status, nil); c != nil {
+		c.LastTransitionTime = now.Rfc3339Copy()
+		pod.Status.Conditions = append(pod.Status.Conditions, *c)
+	}
 }

@@ -160,6 +160,10 @@ func TestResizeFailureInProgress(t *testing.T) {
 	resized.Spec.Containers[0].Resources = resizePod("30m", "", "", "")
 	e.rt.updateErr = errors.New("device or resource busy")
 	w.setPod(resized)
+	// Handed over, not yet synced: the pod reads as resizing already.
+	if c := condition(w.snapshot().Status, corev1.PodResizeInProgress); c != "True" {
+		t.Fatalf("PodResizeInProgress %s before the worker took the resize, want True", c)
+	}
 	s := e.sync(w)
 	if c := condition(s, corev1.PodResizeInProgress); c != "True:Error" {
 		t.Fatalf("PodResizeInProgress %s, want True:Error", c)

@@ -460,7 +460,7 @@ func (in *statusInput) conditions(s *corev1.PodStatus) []corev1.PodCondition {
 	podReady.Type, containersReady.Type = corev1.PodReady, corev1.ContainersReady
 	add(podReady)
 	add(containersReady)
-	if c := in.resizeCondition(s); c != nil {
+	if c := resizeCondition(pod, s, in.resizeErrs); c != nil {
 		add(*c)
 	}
 	return out

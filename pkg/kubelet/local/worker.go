@@ -195,6 +195,7 @@ func (w *podWorker) snapshot() *corev1.Pod {
 	defer w.mu.Unlock()
 	pod := w.pod.DeepCopy()
 	pod.Status = *w.status.DeepCopy()
+	withResizeInProgress(pod, metav1.NewTime(w.p.clock.Now()))
 	return pod
 }
 
