@@ -34,7 +34,7 @@ func TestInPlaceResize(t *testing.T) {
 				{Name: "c1", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sleep", "3600"},
 					Resources: res("20m", "30m", "35Mi")},
 				{Name: "c2", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sleep", "3600"},
-					Resources: res("20m", "30m", "35Mi"),
+					Resources:    res("20m", "30m", "35Mi"),
 					ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}},
 			},
 		},
