@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -20,6 +21,7 @@ import (
 func TestPodResizeSubresource(t *testing.T) {
 	c := startCluster(t)
 	ctx := ctxT(t)
+	startSimulatedNodes(t, c, 1)
 	pods := c.client.CoreV1().Pods("default")
 	q := resource.MustParse
 	pod := &corev1.Pod{
@@ -69,13 +71,24 @@ func TestPodResizeSubresource(t *testing.T) {
 		t.Fatalf("after a resize update: memory %v, labels %v, generation %d", got, updated.Labels, updated.Generation)
 	}
 
+	// The kubelet reports the new size for the new generation.
+	waitFor(t, "the kubelet to report the resize", func(ctx context.Context) (bool, error) {
+		p, err := pods.Get(ctx, "resize", metav1.GetOptions{})
+		if err != nil || p.Status.ObservedGeneration != 3 || len(p.Status.ContainerStatuses) != 1 {
+			return false, err
+		}
+		cs := p.Status.ContainerStatuses[0]
+		return cs.Resources != nil && cs.Resources.Requests.Memory().Cmp(q("40Mi")) == 0 && cs.Resources.Limits.Cpu().MilliValue() == 35 &&
+			cs.AllocatedResources.Memory().Cmp(q("40Mi")) == 0, nil
+	})
+
 	// GET .../resize is the pod.
 	u, err := dynamic.NewForConfigOrDie(c.config).Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("default").Get(ctx, "resize", metav1.GetOptions{}, "resize")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.GetKind() != "Pod" || u.GetResourceVersion() != updated.ResourceVersion {
-		t.Fatalf("GET resize: kind %q version %q, want the pod at %s", u.GetKind(), u.GetResourceVersion(), updated.ResourceVersion)
+	if u.GetKind() != "Pod" || u.GetUID() != updated.UID || u.GetGeneration() != 3 {
+		t.Fatalf("GET resize: kind %q uid %s generation %d, want the pod (%s) at generation 3", u.GetKind(), u.GetUID(), u.GetGeneration(), updated.UID)
 	}
 
 	// What a resize may not do.
