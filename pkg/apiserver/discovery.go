@@ -69,6 +69,9 @@ func newDiscovery(table *registry.Table) *discovery {
 		if r.Approval != nil {
 			sub("approval", r.Kind, "", "", metav1.Verbs{"get", "patch", "update"})
 		}
+		if r.Resize != nil {
+			sub("resize", r.Kind, "", "", metav1.Verbs{"get", "patch", "update"})
+		}
 		if r.Scale != nil {
 			sub("scale", "Scale", "autoscaling", "v1", metav1.Verbs{"get", "patch", "update"})
 		}

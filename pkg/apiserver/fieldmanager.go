@@ -123,6 +123,8 @@ func resetFields(res *registry.Resource, sub subresource) map[fieldpath.APIVersi
 		reset = fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
 	case sub == statusResource:
 		reset = fieldpath.NewSet(fieldpath.MakePathOrDie("spec"))
+	case sub == resizeResource:
+		reset = fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
 	default:
 		return nil
 	}

@@ -60,6 +60,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		} else if err = s.checkApprove(r.Context(), res, info); err == nil {
 			err = s.serveStatus(w, r, res, info, approvalResource)
 		}
+	case "resize":
+		if res.Resize == nil {
+			err = errNoSuchResource()
+		} else {
+			err = s.serveStatus(w, r, res, info, resizeResource)
+		}
 	case "scale":
 		if res.Scale == nil {
 			err = errNoSuchResource()

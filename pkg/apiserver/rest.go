@@ -202,6 +202,8 @@ const (
 	actionResource subresource = "action"
 	// approvalResource is a CSR's Approved and Denied conditions.
 	approvalResource subresource = "approval"
+	// resizeResource is a pod's /resize: its containers' resources.
+	resizeResource subresource = "resize"
 	// scaleResource is /scale: the replicas, changed as the main
 	// resource's, but a subresource to admission.
 	scaleResource subresource = "scale"
@@ -345,6 +347,9 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 	case finalizeResource:
 		obj = current.DeepCopyObject()
 		copyField(obj, desired, "Spec")
+	case resizeResource:
+		obj = current.DeepCopyObject()
+		res.Resize(obj, desired)
 	default:
 		obj = desired
 		if res.Status && sub != actionResource {
@@ -376,9 +381,12 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 		om.SetGeneration(cm.GetGeneration() + 1)
 	}
 	var errs field.ErrorList
-	if sub == actionResource {
+	switch sub {
+	case actionResource:
 		errs = res.ValidateCreate(obj)
-	} else {
+	case resizeResource:
+		errs = res.ValidateResizeChange(obj, current)
+	default:
 		errs = res.ValidateChange(obj, current)
 	}
 	if sub == statusResource && res.ValidateStatusUpdate != nil {

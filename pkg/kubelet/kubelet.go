@@ -311,7 +311,8 @@ func (k *Kubelet) rejectPod(ctx context.Context, pod *corev1.Pod, reason, messag
 // gate's or DisruptionTarget, are someone else's.
 func kubeletOwnedCondition(t corev1.PodConditionType) bool {
 	switch t {
-	case corev1.PodScheduled, corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady:
+	case corev1.PodScheduled, corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady,
+		corev1.PodResizePending, corev1.PodResizeInProgress:
 		return true
 	}
 	return false

@@ -86,6 +86,12 @@ type Resource struct {
 	// is the stored object with the request's status, and Approval keeps
 	// from old everything the approval may not change.
 	Approval func(obj, old runtime.Object)
+	// Resize, when set, serves /resize (a pod's in-place resize): obj is
+	// the stored object, and Resize copies into it from desired what a
+	// resize may change (the containers' resources). ValidateResize then
+	// takes the place of ValidateUpdate.
+	Resize         func(obj, desired runtime.Object)
+	ValidateResize validation.KindUpdateFunc
 	// GracefulDelete says whether deleting obj must wait for someone (the
 	// kubelet) to finish it, and the grace period to record.
 	GracefulDelete func(obj runtime.Object, requested *int64) (grace int64, graceful bool)
@@ -256,6 +262,13 @@ func (r *Resource) ValidateCreate(obj runtime.Object) field.ErrorList {
 // checks, the metadata update rules and the kind's immutability rules.
 func (r *Resource) ValidateChange(obj, old runtime.Object) field.ErrorList {
 	return validation.ObjectUpdate(obj, old, r.Namespaced, r.NameRule, r.Validate, r.ValidateUpdate)
+}
+
+// ValidateResizeChange checks a /resize write of old to obj: what
+// ValidateCreate checks, the metadata update rules and the kind's resize
+// rules.
+func (r *Resource) ValidateResizeChange(obj, old runtime.Object) field.ErrorList {
+	return validation.ObjectUpdate(obj, old, r.Namespaced, r.NameRule, r.Validate, r.ValidateResize)
 }
 
 // TablePrinter returns the kind's printer, printers.Default when it has

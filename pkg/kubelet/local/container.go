@@ -65,6 +65,7 @@ func (p *Provider) containerConfig(ctx context.Context, pod *corev1.Pod, c *core
 	labels := map[string]string{
 		labelRestartCount: strconv.Itoa(attempt),
 		labelImage:        c.Image,
+		labelResources:    encodeResources(c.Resources),
 	}
 	if isInit {
 		labels[labelInit] = "true"

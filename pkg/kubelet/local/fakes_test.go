@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"sort"
 	"sync"
@@ -45,6 +46,10 @@ type fakeRuntime struct {
 	exec     func(id string, cmd []string, s runtime.ExecStreams) (int, error)
 	ops      []string
 	usage    map[string]fakeUsage // by ID, for Stats
+	// resources are what UpdateResources last set, by ID; updateErr
+	// fails it.
+	resources map[string]runtime.Resources
+	updateErr error
 }
 
 var _ runtime.Runtime = (*fakeRuntime)(nil)
@@ -54,6 +59,7 @@ func newFakeRuntime(clk *testclock.FakeClock) *fakeRuntime {
 		clock: clk, all: map[string]*runtime.ContainerStatus{}, configs: map[string]runtime.ContainerConfig{},
 		images: map[string]bool{}, pullErrs: map[string]error{}, startErrs: map[string]error{},
 		stopCode: 137, stops: map[string]time.Duration{}, stopped: map[string]time.Time{},
+		resources: map[string]runtime.Resources{},
 	}
 }
 
@@ -164,6 +170,30 @@ func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
 		f.op("remove %s/%s", c.Name, c.Labels[labelRestartCount])
 	}
 	delete(f.all, id)
+	return nil
+}
+
+func (f *fakeRuntime) UpdateResources(_ context.Context, id string, res runtime.Resources, labels map[string]string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.all[id]
+	if !ok || c.State != runtime.StateRunning {
+		return fmt.Errorf("container %s is not running", id)
+	}
+	if f.updateErr != nil {
+		return f.updateErr
+	}
+	f.resources[id] = res
+	if len(labels) > 0 {
+		merged := maps.Clone(c.Labels)
+		maps.Copy(merged, labels)
+		c.Labels = merged
+	}
+	name := c.Name
+	if c.IsSandbox {
+		name = "pod"
+	}
+	f.op("update %s cpu=%dm/%dm mem=%d", name, res.CPURequestMilli, res.CPULimitMilli, res.MemoryLimitBytes)
 	return nil
 }
 

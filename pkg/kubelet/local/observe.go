@@ -21,6 +21,9 @@ const (
 	// labelImage is the image the container's spec named; a spec naming
 	// another one restarts the container.
 	labelImage = labelPrefix + "image"
+	// labelResources are the requests and limits the container runs with
+	// (JSON), changed by an in-place resize.
+	labelResources = labelPrefix + "resources"
 	// labelHostNetwork marks the sandbox of a hostNetwork pod.
 	labelHostNetwork = labelPrefix + "host-network"
 )

@@ -43,6 +43,10 @@ type statusInput struct {
 	probes    map[string]probeView // by container ID
 	startErrs map[string]string    // by container ID
 	termMsgs  map[string]string    // by container ID
+	// resources are what containers run with (by container ID), and
+	// resizeErrs why resizing them in place failed (by name).
+	resources  map[string]corev1.ResourceRequirements
+	resizeErrs map[string]string
 }
 
 // probeView is what the probes say about a running container.
@@ -63,9 +67,13 @@ func (w *podWorker) computeStatus() corev1.PodStatus {
 
 	current := w.currentSandboxID()
 	instances := map[string][]runtime.ContainerStatus{}
+	resources := map[string]corev1.ResourceRequirements{}
 	for _, c := range w.obs.containers {
 		if current == "" || c.SandboxID == current {
 			instances[c.Name] = append(instances[c.Name], c)
+			if r, ok := w.appliedResources(c); ok {
+				resources[c.ID] = r
+			}
 		}
 	}
 	return buildStatus(statusInput{
@@ -75,6 +83,7 @@ func (w *podWorker) computeStatus() corev1.PodStatus {
 		terminal: w.terminal, deadline: w.deadline,
 		instances: instances, waiting: w.waiting, probes: probes,
 		startErrs: w.startErrs, termMsgs: w.termMsgs,
+		resources: resources, resizeErrs: w.resizeErr,
 	})
 }
 
@@ -165,7 +174,17 @@ func normalizeTimes(s *corev1.PodStatus) {
 // containerStatus is one container's status from its attempts.
 func (in *statusInput) containerStatus(c *corev1.Container, isInit bool, defaultReason string) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Started: ptr.To(false)}
+	// allocatedResources are the spec's requests, admitted as they come;
+	// resources what the latest attempt runs with (the spec's until it
+	// runs).
+	cs.AllocatedResources = c.Resources.Requests.DeepCopy()
+	cs.Resources = &corev1.ResourceRequirements{Requests: c.Resources.Requests.DeepCopy(), Limits: c.Resources.Limits.DeepCopy()}
 	insts := in.instances[c.Name]
+	if len(insts) > 0 {
+		if r, ok := in.resources[insts[0].ID]; ok {
+			cs.Resources = r.DeepCopy()
+		}
+	}
 	waiting, isWaiting := in.waiting[c.Name]
 	if len(insts) == 0 {
 		if !isWaiting {
@@ -441,6 +460,9 @@ func (in *statusInput) conditions(s *corev1.PodStatus) []corev1.PodCondition {
 	podReady.Type, containersReady.Type = corev1.PodReady, corev1.ContainersReady
 	add(podReady)
 	add(containersReady)
+	if c := resizeCondition(pod, s, in.resizeErrs); c != nil {
+		add(*c)
+	}
 	return out
 }
 

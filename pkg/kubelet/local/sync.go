@@ -82,6 +82,9 @@ func (w *podWorker) sync(ctx context.Context) error {
 	if !initDone {
 		return nil
 	}
+	if w.resize(ctx, pod, sb) {
+		acted = true
+	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		if w.syncContainer(ctx, pod, c, false, sb) {
@@ -304,6 +307,7 @@ func (w *podWorker) syncSandbox(ctx context.Context, pod *corev1.Pod) (*runtime.
 	}
 	w.p.sandboxBackOff.DeleteEntry(string(w.uid))
 	w.sandboxID, w.podIP, w.podReady, w.podErr = sb.ID, ip, true, ""
+	w.podCgroup = cfg.Resources
 	w.log.Info("sandbox ready", "sandbox", sb.ID, "ip", ip)
 	return &runtime.ContainerStatus{
 		ID: sb.ID, IsSandbox: true, PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: string(pod.UID),
@@ -465,6 +469,8 @@ func (w *podWorker) syncContainer(ctx context.Context, pod *corev1.Pod, c *corev
 		var grace time.Duration
 		if img := latest.Labels[labelImage]; img != "" && img != c.Image {
 			why, grace, restart = fmt.Sprintf("Container %s definition changed", c.Name), containerGrace(pod, nil), true
+		} else if w.resizeRestartNeeded(c, latest) {
+			why, grace, restart = fmt.Sprintf("Container %s resize requires restart", c.Name), containerGrace(pod, nil), true
 		} else if kind, probe := w.probeFailure(latest.ID); kind != "" {
 			why, grace = fmt.Sprintf("Container %s failed %s probe", c.Name, kind), containerGrace(pod, probe)
 		} else {

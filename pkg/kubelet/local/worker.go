@@ -10,6 +10,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minik8s/minik8s/pkg/kubelet/runtime"
 )
 
 // waitingState is why a container is not running: the reason and
@@ -67,6 +69,13 @@ type podWorker struct {
 	startErrs map[string]string
 	// termMsgs are the termination messages of exited containers.
 	termMsgs map[string]string
+	// applied are the resources containers were resized to in place, by
+	// container ID, until a relist shows them in the labels; resizeErr
+	// is why the last in-place resize of a container failed, by name.
+	applied   map[string]corev1.ResourceRequirements
+	resizeErr map[string]string
+	// podCgroup is what the pod's cgroup was last set to (nil: unknown).
+	podCgroup *runtime.Resources
 	// backOffSeen avoids one BackOff event per sync for one exit.
 	backOffSeen map[string]bool
 }
@@ -88,6 +97,8 @@ func newPodWorker(p *Provider, pod *corev1.Pod, partial bool) *podWorker {
 		startErrs:   map[string]string{},
 		termMsgs:    map[string]string{},
 		backOffSeen: map[string]bool{},
+		applied:     map[string]corev1.ResourceRequirements{},
+		resizeErr:   map[string]string{},
 	}
 	w.adoptAPIStatus(pod)
 	w.status = w.computeStatus()
@@ -184,6 +195,7 @@ func (w *podWorker) snapshot() *corev1.Pod {
 	defer w.mu.Unlock()
 	pod := w.pod.DeepCopy()
 	pod.Status = *w.status.DeepCopy()
+	withResizeInProgress(pod, metav1.NewTime(w.p.clock.Now()))
 	return pod
 }
 

@@ -120,8 +120,10 @@ func (p *Provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	for _, c := range pod.Spec.Containers {
 		running.Status.ContainerStatuses = append(running.Status.ContainerStatuses, corev1.ContainerStatus{
 			Name: c.Name, Image: c.Image, ImageID: "simulated://" + c.Image, Ready: true, Started: ptrTo(true),
-			ContainerID: "simulated://" + string(pod.UID) + "/" + c.Name,
-			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+			ContainerID:        "simulated://" + string(pod.UID) + "/" + c.Name,
+			State:              corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+			Resources:          runsWith(c),
+			AllocatedResources: c.Resources.Requests.DeepCopy(),
 		})
 	}
 	p.pods[key(pod.Namespace, pod.Name)] = running
@@ -208,12 +210,21 @@ func (p *Provider) UpdatePod(_ context.Context, pod *corev1.Pod) error {
 		for i := range cur.Status.ContainerStatuses {
 			for _, c := range pod.Spec.Containers {
 				if c.Name == cur.Status.ContainerStatuses[i].Name {
+					// A resize takes effect at once.
 					cur.Status.ContainerStatuses[i].Image = c.Image
+					cur.Status.ContainerStatuses[i].Resources = runsWith(c)
+					cur.Status.ContainerStatuses[i].AllocatedResources = c.Resources.Requests.DeepCopy()
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// runsWith is the status's resources of a container: its spec's
+// requests and limits.
+func runsWith(c corev1.Container) *corev1.ResourceRequirements {
+	return &corev1.ResourceRequirements{Requests: c.Resources.Requests.DeepCopy(), Limits: c.Resources.Limits.DeepCopy()}
 }
 
 func (p *Provider) DeletePod(_ context.Context, pod *corev1.Pod) error {

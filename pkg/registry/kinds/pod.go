@@ -41,6 +41,8 @@ func pods() *registry.Resource {
 		GracefulDelete: podGracefulDelete,
 
 		PrepareForStatusUpdate: keepPodObservedGeneration,
+		Resize:                 podResize,
+		ValidateResize:         updateValidator(validatePodResize),
 	}
 }
 
