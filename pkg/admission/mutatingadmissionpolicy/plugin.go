@@ -88,11 +88,7 @@ func (pl *Plugin) Admit(ctx context.Context, a *admission.Attributes, objects ad
 	if err != nil {
 		return admission.Result{Err: apierrors.NewInternalError(fmt.Errorf("MutatingAdmissionPolicy: %w", err))}
 	}
-	live := map[string]bool{}
-	for _, p := range policies {
-		live[p.Name] = true
-	}
-	pl.compiled.Forget(live)
+	admissionpolicy.Keep(&pl.compiled, policies)
 	if len(policies) == 0 {
 		return admission.Result{}
 	}

@@ -135,6 +135,16 @@ func (c *Cache[E]) Forget(live map[string]bool) {
 	}
 }
 
+// Keep drops the evaluators of policies other than the ones listed, the
+// policies that exist now.
+func Keep[E any, P interface{ GetName() string }](c *Cache[E], policies []P) {
+	live := make(map[string]bool, len(policies))
+	for _, p := range policies {
+		live[p.GetName()] = true
+	}
+	c.Forget(live)
+}
+
 // Len is the number of evaluators kept.
 func (c *Cache[E]) Len() int {
 	c.mu.Lock()

@@ -75,11 +75,7 @@ func (pl *Plugin) Validate(ctx context.Context, a *admission.Attributes, objects
 	if err != nil {
 		return admission.Result{Err: apierrors.NewInternalError(fmt.Errorf("ValidatingAdmissionPolicy: %w", err))}
 	}
-	live := map[string]bool{}
-	for _, p := range policies {
-		live[p.Name] = true
-	}
-	pl.compiled.Forget(live)
+	admissionpolicy.Keep(&pl.compiled, policies)
 	if len(policies) == 0 {
 		return admission.Result{}
 	}

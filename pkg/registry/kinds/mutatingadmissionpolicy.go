@@ -135,10 +135,6 @@ var mutatingPolicyPrinter = printers.Typed(
 		printers.AgeColumn(),
 	},
 	func(p *admissionregistrationv1.MutatingAdmissionPolicy, now time.Time) []interface{} {
-		paramKind := "<unset>"
-		if pk := p.Spec.ParamKind; pk != nil {
-			paramKind = pk.APIVersion + "/" + pk.Kind
-		}
-		return []interface{}{p.Name, int64(len(p.Spec.Mutations)), paramKind, printers.Age(p.CreationTimestamp, now)}
+		return []interface{}{p.Name, int64(len(p.Spec.Mutations)), paramKindCell(p.Spec.ParamKind), printers.Age(p.CreationTimestamp, now)}
 	},
 )

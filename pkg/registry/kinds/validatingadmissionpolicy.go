@@ -350,10 +350,14 @@ var policyPrinter = printers.Typed(
 		printers.AgeColumn(),
 	},
 	func(p *admissionregistrationv1.ValidatingAdmissionPolicy, now time.Time) []interface{} {
-		paramKind := "<unset>"
-		if pk := p.Spec.ParamKind; pk != nil {
-			paramKind = pk.APIVersion + "/" + pk.Kind
-		}
-		return []interface{}{p.Name, int64(len(p.Spec.Validations)), paramKind, printers.Age(p.CreationTimestamp, now)}
+		return []interface{}{p.Name, int64(len(p.Spec.Validations)), paramKindCell(p.Spec.ParamKind), printers.Age(p.CreationTimestamp, now)}
 	},
 )
+
+// paramKindCell is a policy's PARAMKIND column, as kubectl shows it.
+func paramKindCell(pk *admissionregistrationv1.ParamKind) string {
+	if pk == nil {
+		return "<unset>"
+	}
+	return pk.APIVersion + "/" + pk.Kind
+}
