@@ -19,9 +19,9 @@ import (
 func TestRestartSignalStop(t *testing.T) {
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "child.log")
-	// Each run says "run", dies the first time, then waits and reports
-	// the SIGHUP it gets.
-	script := `echo run; if [ ! -e first ]; then touch first; exit 3; fi; trap 'echo hup' HUP; while :; do sleep 0.05; done`
+	// Each run says "run", dies the first time, then says "ready" once
+	// its trap is set, waits and reports the SIGHUP it gets.
+	script := `echo run; if [ ! -e first ]; then touch first; exit 3; fi; trap 'echo hup' HUP; echo ready; while :; do sleep 0.05; done`
 	p, err := New(Config{Name: "sh", Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, LogPath: logPath,
 		RestartBackoff: 10 * time.Millisecond, StopTimeout: time.Second})
 	if err != nil {
@@ -45,7 +45,8 @@ func TestRestartSignalStop(t *testing.T) {
 		}
 	}
 	logHas("run", 2) // restarted after exit 3
-	time.Sleep(100 * time.Millisecond)
+	// A SIGHUP before the trap is set would kill the shell instead.
+	logHas("ready", 1)
 	if err := p.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
