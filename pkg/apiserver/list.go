@@ -84,7 +84,7 @@ func decodeContinue(token, prefix string) (continueToken, error) {
 	if err == nil {
 		err = json.Unmarshal(data, &ct)
 	}
-	if err != nil || ct.APIVersion != "meta.k8s.io/v1" || ct.Revision <= 0 && ct.Revision != latestRevision {
+	if err != nil || ct.APIVersion != "meta.k8s.io/v1" || ct.Revision <= 0 && ct.Revision != latestRevision || ct.StartKey == "" {
 		return ct, apierrors.NewBadRequest("continue key is not valid")
 	}
 	ct.StartKey = prefix + ct.StartKey
