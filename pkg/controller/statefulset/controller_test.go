@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,4 +136,45 @@ func TestFailedPodComesBackUnderItsName(t *testing.T) {
 	if got := f.events(); !slices.Equal(got, want) {
 		t.Errorf("events %q, want %q", got, want)
 	}
+}
+
+// An ordered scale-down halts while a pod below the one it would remove
+// is unhealthy, and goes on from the highest ordinal once all are ready.
+func TestOrderedScaleDownHaltsAtAnUnhealthyPod(t *testing.T) {
+	set := testSet()
+	set.Spec.Replicas = ptr.To[int32](0)
+	var pods []runtime.Object
+	for i := range 3 {
+		p := newPod(set, i, "rev")
+		p.UID = "uid"
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+		pods = append(pods, p)
+	}
+	f := newFixture(t, append([]runtime.Object{set}, pods...)...)
+	f.sync()
+	if got := podWrites(f.writes()); len(got) != 0 {
+		t.Fatalf("scaled down past unready pods: %v", got)
+	}
+
+	for _, o := range pods {
+		p := o.(*corev1.Pod)
+		p.Status.Conditions[0].Status = corev1.ConditionTrue
+		f.cache(p)
+	}
+	f.client.ClearActions()
+	f.sync()
+	if got := podWrites(f.writes()); !slices.Equal(got, []string{"delete pods web-2"}) {
+		t.Errorf("writes %v once all are ready, want web-2 deleted first and alone", got)
+	}
+}
+
+func podWrites(writes []string) []string {
+	var out []string
+	for _, w := range writes {
+		if strings.Contains(w, " pods ") {
+			out = append(out, w)
+		}
+	}
+	return out
 }

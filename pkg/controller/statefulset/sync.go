@@ -218,8 +218,16 @@ func (c *Controller) syncPods(ctx context.Context, set *appsv1.StatefulSet, pods
 	}
 	// Scale-down goes from the highest ordinal.
 	sort.Slice(condemned, func(i, j int) bool { return ordinalOf(condemned[i]) > ordinalOf(condemned[j]) })
+	// The first unhealthy pod by ordinal, the replicas' before the
+	// condemned ones': the only one an ordered scale-down may remove
+	// while it is unhealthy, so that a scale-down halts at an unhealthy
+	// pod below the one it would remove, as Kubernetes' does.
+	byOrdinal := append([]*corev1.Pod{}, replicas...)
+	for i := len(condemned) - 1; i >= 0; i-- {
+		byOrdinal = append(byOrdinal, condemned[i])
+	}
 	var firstUnhealthy *corev1.Pod
-	for _, p := range append(append([]*corev1.Pod{}, replicas...), condemned...) {
+	for _, p := range byOrdinal {
 		if p != nil && !isHealthy(p) && firstUnhealthy == nil {
 			firstUnhealthy = p
 		}
