@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -242,7 +243,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	}
 	if pod.DeletionTimestamp != nil {
 		if running != nil {
-			if err := k.cfg.Provider.DeletePod(ctx, pod); err != nil {
+			if err := k.deletePod(ctx, pod); err != nil {
 				return err
 			}
 		}
@@ -272,6 +273,32 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		}
 	}
 	return k.syncStatus(ctx, pod)
+}
+
+// deletePod stops a deleted pod's containers and, where the provider
+// says how they ended, writes that status with a terminal phase before
+// the object goes (a finalizer may keep it for a controller to read).
+func (k *Kubelet) deletePod(ctx context.Context, pod *corev1.Pod) error {
+	d, ok := k.cfg.Provider.(FinalStatusDeleter)
+	if !ok {
+		return k.cfg.Provider.DeletePod(ctx, pod)
+	}
+	final, err := d.DeletePodWithStatus(ctx, pod)
+	if err != nil || final == nil || terminal(pod.Status.Phase) {
+		return err
+	}
+	status := final.DeepCopy()
+	if !terminal(status.Phase) {
+		status.Phase = corev1.PodFailed
+	}
+	updated := pod.DeepCopy()
+	updated.Status = *k.mergeStatus(pod, status)
+	_, err = k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// Gone, or changed since: the delete below decides.
+		return nil
+	}
+	return err
 }
 
 // podChanged says whether the provider must hear of the API's pod: its
@@ -335,25 +362,7 @@ func (k *Kubelet) syncStatus(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil || observed == nil {
 		return err
 	}
-	status := observed.DeepCopy()
-	// The scheduler's condition is not the provider's to know.
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && !hasCondition(status.Conditions, corev1.PodScheduled) {
-			status.Conditions = append(status.Conditions, c)
-		}
-	}
-	if status.QOSClass == "" {
-		status.QOSClass = pod.Status.QOSClass
-	}
-	// The generation of the spec this kubelet has handed to its provider
-	// (syncPod did, just before), on the status and on the conditions the
-	// kubelet owns, as Kubernetes' kubelet reports them.
-	status.ObservedGeneration = pod.Generation
-	for i := range status.Conditions {
-		if kubeletOwnedCondition(status.Conditions[i].Type) {
-			status.Conditions[i].ObservedGeneration = pod.Generation
-		}
-	}
+	status := k.mergeStatus(pod, observed.DeepCopy())
 	if !apiequality.Semantic.DeepEqual(&pod.Status, status) {
 		updated := pod.DeepCopy()
 		updated.Status = *status
@@ -367,6 +376,62 @@ func (k *Kubelet) syncStatus(ctx context.Context, pod *corev1.Pod) error {
 	}
 	// After the status: a merge patch has no resourceVersion to conflict on.
 	return k.syncAnnotations(ctx, pod)
+}
+
+// mergeStatus completes the provider's view of a pod's status with what
+// others wrote: the scheduler's condition and any condition the kubelet
+// does not own (DisruptionTarget, a readiness gate's), the QoS class, and
+// the generation the kubelet has seen. Ready waits for the readiness
+// gates, as Kubernetes' kubelet reports it.
+func (k *Kubelet) mergeStatus(pod *corev1.Pod, status *corev1.PodStatus) *corev1.PodStatus {
+	for _, c := range pod.Status.Conditions {
+		if (c.Type == corev1.PodScheduled || !kubeletOwnedCondition(c.Type)) && !hasCondition(status.Conditions, c.Type) {
+			status.Conditions = append(status.Conditions, c)
+		}
+	}
+	if status.QOSClass == "" {
+		status.QOSClass = pod.Status.QOSClass
+	}
+	applyReadinessGates(pod, status, metav1.NewTime(time.Now().Truncate(time.Second)))
+	// The generation of the spec this kubelet has handed to its provider
+	// (syncPod did, just before), on the status and on the conditions the
+	// kubelet owns, as Kubernetes' kubelet reports them.
+	status.ObservedGeneration = pod.Generation
+	for i := range status.Conditions {
+		if kubeletOwnedCondition(status.Conditions[i].Type) {
+			status.Conditions[i].ObservedGeneration = pod.Generation
+		}
+	}
+	return status
+}
+
+// applyReadinessGates turns a Ready condition false while a readiness
+// gate's condition is missing or not True, in Kubernetes' words.
+func applyReadinessGates(pod *corev1.Pod, status *corev1.PodStatus, now metav1.Time) {
+	var unready []string
+	for _, g := range pod.Spec.ReadinessGates {
+		i := slices.IndexFunc(status.Conditions, func(c corev1.PodCondition) bool { return c.Type == g.ConditionType })
+		switch {
+		case i < 0:
+			unready = append(unready, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case status.Conditions[i].Status != corev1.ConditionTrue:
+			unready = append(unready, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, status.Conditions[i].Status))
+		}
+	}
+	i := slices.IndexFunc(status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
+	if len(unready) == 0 || i < 0 || status.Conditions[i].Status != corev1.ConditionTrue {
+		return
+	}
+	ready := &status.Conditions[i]
+	ready.Status = corev1.ConditionFalse
+	ready.Reason = "ReadinessGatesNotReady"
+	ready.Message = strings.Join(unready, ", ")
+	ready.LastTransitionTime = now
+	for _, old := range pod.Status.Conditions {
+		if old.Type == corev1.PodReady && old.Status == corev1.ConditionFalse && !old.LastTransitionTime.IsZero() {
+			ready.LastTransitionTime = old.LastTransitionTime
+		}
+	}
 }
 
 // syncAnnotations merges the provider's annotations for the pod into its

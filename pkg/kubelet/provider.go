@@ -41,3 +41,12 @@ type NodeProvider interface {
 type PodAnnotator interface {
 	PodAnnotations(namespace, name string) map[string]string
 }
+
+// FinalStatusDeleter is an optional extra of a provider: DeletePod that
+// also returns the status the pod's containers ended with (nil if
+// unknown). The kubelet writes it, with a terminal phase, before it lets
+// the object go, as Kubernetes' kubelet does: a Job's pod failure policy
+// and a StatefulSet read how a deleted pod ended.
+type FinalStatusDeleter interface {
+	DeletePodWithStatus(ctx context.Context, pod *corev1.Pod) (*corev1.PodStatus, error)
+}

@@ -55,7 +55,7 @@ func (p *Provider) ensureLoaded(ctx context.Context) error {
 		go func() {
 			ctx, cancel := context.WithTimeout(p.ctx, 2*time.Minute)
 			defer cancel()
-			if err := p.killPod(ctx, pod, pod.UID, 0); err != nil {
+			if err := p.killPod(ctx, pod, pod.UID, 0, nil); err != nil {
 				p.log.Warn("remove leftover pod", "pod", podKey(pod.Namespace, pod.Name), "uid", pod.UID, "err", err)
 			}
 		}()

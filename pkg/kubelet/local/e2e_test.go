@@ -297,7 +297,7 @@ func TestMultiContainerPod(t *testing.T) {
 				{
 					Name: "c1", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
 					Command: []string{"sh", "-c", `mkdir -p /www && echo "hello from $(hostname)" > /www/index.html && echo c1 up &&
-echo shared-by-c1 > /shared/note && trap 'echo c1 got SIGTERM; exit 0' TERM && httpd -f -p 8080 -h /www & wait`},
+echo shared-by-c1 > /shared/note && trap 'echo c1 got SIGTERM; exit 0' TERM; httpd -f -p 8080 -h /www & wait`},
 					Ports:        []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 					VolumeMounts: []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}},
 					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}},
@@ -396,11 +396,22 @@ echo shared-by-c1 > /shared/note && trap 'echo c1 got SIGTERM; exit 0' TERM && h
 	// Graceful deletion: c1 exits on SIGTERM, c2 (sleep as PID 1 ignores
 	// it) is killed when the grace period ends.
 	start = time.Now()
-	if err := n.p.DeletePod(ctx, withGrace(api, 3)); err != nil {
+	final, err := n.p.DeletePodWithStatus(ctx, withGrace(api, 3))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took < 3*time.Second || took > 15*time.Second {
 		t.Errorf("deletion took %s, want about the 3s grace period", took)
+	}
+	// How it ended, for the kubelet to write before the object goes.
+	exits := map[string]int32{}
+	for _, cs := range final.ContainerStatuses {
+		if cs.State.Terminated != nil {
+			exits[cs.Name] = cs.State.Terminated.ExitCode
+		}
+	}
+	if final.Phase != corev1.PodFailed || len(exits) != 2 || exits["c1"] != 0 || exits["c2"] != 137 {
+		t.Errorf("final status: phase %s, exit codes %v; want Failed, c1 0 and c2 137", final.Phase, exits)
 	}
 	if left, _ := n.rt.ListContainers(ctx); len(left) != 0 {
 		t.Errorf("left after delete: %v", left)

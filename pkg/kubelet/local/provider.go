@@ -373,8 +373,16 @@ func (p *Provider) notifyPod(pod *corev1.Pod) {
 // removes them, its network and sandbox, and its files. It
 // returns once all is gone; deleting a pod that is gone is not an error.
 func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
+	_, err := p.DeletePodWithStatus(ctx, pod)
+	return err
+}
+
+// DeletePodWithStatus is DeletePod that also returns the status the pod
+// ended with: its containers' exit codes once stopped, and a terminal
+// phase (nil for a pod this provider did not run).
+func (p *Provider) DeletePodWithStatus(ctx context.Context, pod *corev1.Pod) (*corev1.PodStatus, error) {
 	if err := p.ensureLoaded(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	key := podKey(pod.Namespace, pod.Name)
 	p.mu.Lock()
@@ -385,16 +393,19 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	p.mu.Unlock()
 	uid := pod.UID
 	var spec *corev1.Pod
+	var final *corev1.PodStatus
+	var stopped func(podObservation)
 	if w != nil {
 		w.stop()
 		uid = w.uid
 		spec = w.snapshot()
+		stopped = func(obs podObservation) { final = w.finalStatus(obs) }
 	}
 	if spec == nil {
 		spec = pod.DeepCopy()
 	}
-	if err := p.killPod(ctx, spec, uid, gracePeriod(pod, spec)); err != nil {
-		return fmt.Errorf("delete pod %s: %w", key, err)
+	if err := p.killPod(ctx, spec, uid, gracePeriod(pod, spec), stopped); err != nil {
+		return nil, fmt.Errorf("delete pod %s: %w", key, err)
 	}
 	p.mu.Lock()
 	if p.pods[key] == w && w != nil {
@@ -402,7 +413,7 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	p.mu.Unlock()
 	p.forgetBackOffs(spec, uid)
-	return nil
+	return final, nil
 }
 
 // gracePeriod is how long a deleted pod's containers get: the deletion's
@@ -421,7 +432,7 @@ func gracePeriod(deleted, running *corev1.Pod) time.Duration {
 
 // killPod stops and removes everything the runtime holds for pod uid,
 // tears its network down and removes its files.
-func (p *Provider) killPod(ctx context.Context, pod *corev1.Pod, uid types.UID, grace time.Duration) error {
+func (p *Provider) killPod(ctx context.Context, pod *corev1.Pod, uid types.UID, grace time.Duration, stopped func(podObservation)) error {
 	all, err := p.list.get(ctx, p.rt, 0)
 	if err != nil {
 		return err
@@ -436,6 +447,13 @@ func (p *Provider) killPod(ctx context.Context, pod *corev1.Pod, uid types.UID, 
 	}
 	if err := p.stopContainers(ctx, pod, pod.Status.PodIP, running, grace); err != nil {
 		return err
+	}
+	if stopped != nil {
+		// What the containers ended with, before they are removed.
+		p.list.invalidate()
+		if all, err := p.list.get(ctx, p.rt, 0); err == nil {
+			stopped(observe(all, uid))
+		}
 	}
 	var errs []error
 	for _, c := range obs.containers {

@@ -240,3 +240,14 @@ func (w *podWorker) setWaiting(name, reason, message string) {
 }
 
 func (w *podWorker) clearWaiting(name string) { delete(w.waiting, name) }
+
+// finalStatus is the status of a stopped worker's pod once its
+// containers were stopped for its deletion: what obs says they exited
+// with, and a terminal phase, as Kubernetes' kubelet reports a deleted
+// pod before the object goes.
+func (w *podWorker) finalStatus(obs podObservation) *corev1.PodStatus {
+	w.obs = obs
+	w.terminal = true
+	s := w.computeStatus()
+	return &s
+}
