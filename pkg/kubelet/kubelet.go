@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/scheduler"
 )
 
 // Version is the kubelet version nodes report.
@@ -259,6 +261,11 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	}
 	switch {
 	case running == nil && !terminal(pod.Status.Phase):
+		if reason, message, err := k.admitPod(ctx, pod); err != nil {
+			return err
+		} else if reason != "" {
+			return k.rejectPod(ctx, pod, reason, message)
+		}
 		if a, ok := k.cfg.Provider.(PodAdmitter); ok {
 			if reason, message := a.AdmitPod(pod); reason != "" {
 				return k.rejectPod(ctx, pod, reason, message)
@@ -309,6 +316,29 @@ func podChanged(running, pod *corev1.Pod) bool {
 	return !apiequality.Semantic.DeepEqual(running.Spec, pod.Spec) ||
 		!apiequality.Semantic.DeepEqual(running.Labels, pod.Labels) ||
 		!apiequality.Semantic.DeepEqual(running.Annotations, pod.Annotations)
+}
+
+// admitPod checks a pod about to start against the node and the pods
+// the provider runs there (host ports, resources, node affinity), as
+// Kubernetes' kubelet admits pods: one bound by name never met the
+// scheduler, and two bound at once may not both fit.
+func (k *Kubelet) admitPod(ctx context.Context, pod *corev1.Pod) (reason, message string, err error) {
+	node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return "", "", fmt.Errorf("admit pod: %w", err)
+	}
+	all, err := k.cfg.Provider.GetPods(ctx)
+	if err != nil {
+		return "", "", fmt.Errorf("admit pod: %w", err)
+	}
+	running := make([]*corev1.Pod, 0, len(all))
+	for _, p := range all {
+		if p.UID != pod.UID && !terminal(p.Status.Phase) {
+			running = append(running, p)
+		}
+	}
+	reason, message = scheduler.AdmitOnNode(pod, node, running)
+	return reason, message, nil
 }
 
 // PodAdmitter is a provider that refuses some pods before running any of

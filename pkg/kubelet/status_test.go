@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -147,5 +148,57 @@ func TestReadinessGates(t *testing.T) {
 				t.Errorf("the gate's condition was dropped: %+v", got.Status.Conditions)
 			}
 		})
+	}
+}
+
+// busyNode runs one other pod, which holds host port 8080.
+type busyNode struct {
+	noPods
+	other   *corev1.Pod
+	created int
+}
+
+func (b *busyNode) GetPods(context.Context) ([]*corev1.Pod, error) {
+	return []*corev1.Pod{b.other.DeepCopy()}, nil
+}
+
+func (b *busyNode) CreatePod(context.Context, *corev1.Pod) error { b.created++; return nil }
+
+// A pod bound by name to a node whose host port another pod holds is
+// rejected, never started: Failed, reason NodePorts, as Kubernetes'
+// kubelet admits pods (a StatefulSet then makes it again).
+func TestKubeletRejectsAPodThatDoesNotFit(t *testing.T) {
+	withPort := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080, Protocol: corev1.ProtocolTCP}}
+		return p
+	}
+	other := withPort(testPod())
+	other.Name, other.UID = "holder", "u0"
+	other.Status.Phase = corev1.PodRunning
+	api := withPort(testPod())
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourcePods: resource.MustParse("110")}}}
+	provider := &busyNode{other: other}
+	client := fake.NewClientset(api, node)
+	k, err := New(Config{Client: client, NodeName: "n", Provider: provider, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.factory.Core().V1().Pods().Informer().GetIndexer().Add(api); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.syncPod(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.CoreV1().Pods("ns").Get(t.Context(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != "NodePorts" || got.Status.Message != want {
+		t.Errorf("status %s %q %q, want Failed NodePorts %q", got.Status.Phase, got.Status.Reason, got.Status.Message, want)
+	}
+	if provider.created != 0 {
+		t.Error("the rejected pod was started")
 	}
 }
