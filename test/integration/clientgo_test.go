@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -314,6 +315,69 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 	if ds, _ := c.client.AppsV1().Deployments("doomed").List(ctx, metav1.ListOptions{}); len(ds.Items) != 0 {
 		t.Fatalf("deployments left behind: %d", len(ds.Items))
 	}
+}
+
+// A namespace's pods go first: while a pod is held by a finalizer, the
+// rest (its ConfigMap) stays, and the namespace's conditions say what is
+// left and what holds it, as with Kubernetes' ordered namespace deletion.
+func TestNamespaceDeletionDeletesPodsFirst(t *testing.T) {
+	c := startCluster(t)
+	ctx := ctxT(t)
+	if _, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ordered"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := c.client.CoreV1().Pods("ordered").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client.CoreV1().ConfigMaps("ordered").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.client.CoreV1().Namespaces().Delete(ctx, "ordered", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[corev1.NamespaceConditionType]string{
+		corev1.NamespaceDeletionContentFailure: "False ContentDeleted",
+		corev1.NamespaceContentRemaining:       "True Some resources are remaining: pods. has 1 resource instances",
+		corev1.NamespaceFinalizersRemaining:    "True Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances",
+	}
+	var got map[corev1.NamespaceConditionType]string
+	waitFor(t, "the namespace's deletion conditions", func(ctx context.Context) (bool, error) {
+		ns, err := c.client.CoreV1().Namespaces().Get(ctx, "ordered", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = map[corev1.NamespaceConditionType]string{}
+		for _, cond := range ns.Status.Conditions {
+			text := string(cond.Status) + " " + cond.Message
+			if cond.Status == corev1.ConditionFalse {
+				text = string(cond.Status) + " " + cond.Reason
+			}
+			got[cond.Type] = text
+		}
+		for k, v := range want {
+			if got[k] != v {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if _, err := c.client.CoreV1().ConfigMaps("ordered").Get(ctx, "cm", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the ConfigMap went before the pod: %v", err)
+	}
+	held, err := c.client.CoreV1().Pods("ordered").Get(ctx, "held", metav1.GetOptions{})
+	if err != nil || held.DeletionTimestamp == nil {
+		t.Fatalf("the pod should be deleting: %v %+v", err, held)
+	}
+	held.Finalizers = nil
+	if _, err := c.client.CoreV1().Pods("ordered").Update(ctx, held, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the namespace to go", func(ctx context.Context) (bool, error) {
+		_, err := c.client.CoreV1().Namespaces().Get(ctx, "ordered", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 }
 
 func TestServicesGetClusterIPsAndNodePorts(t *testing.T) {
