@@ -11,8 +11,9 @@
 //     credential and the control plane's own components);
 //   - Node is Kubernetes' Node authorizer and NodeRestriction rolled into
 //     one: a kubelet (system:node:<name> in system:nodes) reads the
-//     Secrets, ConfigMaps, claims and service account tokens of the pods
-//     bound to it only, writes only its own Node, Lease and pods' status;
+//     Secrets, ConfigMaps, claims, service accounts and their tokens of
+//     the pods bound to it only, and the PodCertificateRequests made for
+//     it, writes only its own Node, Lease and pods' status;
 //   - RBAC evaluates Roles, ClusterRoles and their bindings
 //     (rbac.authorization.k8s.io/v1) from informers;
 //   - Policy is the default roles and bindings Kubernetes bootstraps,

@@ -131,7 +131,9 @@ func (n *Node) Authorize(ctx context.Context, a Attributes) (Decision, string, e
 		}
 		return allow(a.Verb == "delete" && n.volumeOnNode(a.Name, node), "node '"+node+"' can only delete volumes on itself")
 	case "/serviceaccounts":
-		if a.Subresource != "token" || a.Verb != "create" {
+		// Tokens for its pods' service accounts, and reading those (their
+		// UIDs go in the pods' PodCertificateRequests).
+		if !(a.Subresource == "token" && a.Verb == "create") && !(a.Subresource == "" && a.Verb == "get") {
 			return NoOpinion, "", nil
 		}
 		return allow(n.podUses(ctx, node, a.Namespace, func(p *corev1.Pod) bool { return serviceAccountOf(p) == a.Name }), noRelation)
@@ -155,8 +157,12 @@ func (n *Node) Authorize(ctx context.Context, a Attributes) (Decision, string, e
 		// What a node asks for its pods: the NodeRestriction admission
 		// checks that the request is for a pod bound to it. A node never
 		// writes the status (the signer's).
+		// It reads the requests made for it, to see them issued.
 		if a.Subresource != "" {
 			return NoOpinion, "nodes may not access the status subresource of PodCertificateRequests", nil
+		}
+		if a.Verb == "get" {
+			return allow(n.requestForNode(ctx, a.Namespace, a.Name, node), noRelation)
 		}
 		return allow(a.Verb == "create", "")
 	case "certificates.k8s.io/certificatesigningrequests":
@@ -210,6 +216,16 @@ func (n *Node) podOnNode(ctx context.Context, ns, name, node string) bool {
 		return true
 	}
 	return err == nil && p.Spec.NodeName == node
+}
+
+// requestForNode says whether PodCertificateRequest ns/name was made
+// for node (or is gone: its absence is no secret of another node).
+func (n *Node) requestForNode(ctx context.Context, ns, name, node string) bool {
+	r, err := n.live.CertificatesV1().PodCertificateRequests(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	return err == nil && string(r.Spec.NodeName) == node
 }
 
 // podUses says whether a pod in ns bound to node satisfies uses: the

@@ -49,6 +49,10 @@
 // symlink swapped atomically, and one symlink per visible file, so that a
 // container sees an update all at once. They are written again every
 // minute and at once when the pod's spec, labels or annotations change.
+// A projected podCertificate source holds the pod's private key and the
+// certificate its signer issued (kubelet/podcert makes the request and
+// keeps the key); until the first one is issued the pod waits with a
+// FailedMount event, and a refreshed one is written at the next rewrite.
 // An emptyDir of medium Memory is a tmpfs mounted on its directory
 // (emptydir.go), unmounted when the pod finishes or goes.
 //

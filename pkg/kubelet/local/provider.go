@@ -21,6 +21,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/kubelet"
 	"github.com/minik8s/minik8s/pkg/kubelet/network"
+	"github.com/minik8s/minik8s/pkg/kubelet/podcert"
 	"github.com/minik8s/minik8s/pkg/kubelet/runtime"
 	"github.com/minik8s/minik8s/pkg/kubelet/stats"
 )
@@ -165,6 +166,9 @@ type Provider struct {
 	node   nodeCache
 	files  fileCache
 	shared sharedMounts
+	// certs keeps the credentials of podCertificate projected sources
+	// (nil without an API client).
+	certs *podcert.Manager
 
 	// cpu turns cumulative cpu times into rates for Summary (stats.go);
 	// readNode measures the machine (readProcNode; tests replace it).
@@ -209,6 +213,14 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if p.events == nil {
 		p.events = noEvents{}
+	}
+	if cfg.Client != nil {
+		certs, err := podcert.New(podcert.Config{Client: cfg.Client, NodeName: cfg.NodeName, Recorder: cfg.Recorder,
+			Clock: cfg.Clock, Logger: p.log})
+		if err != nil {
+			return nil, err
+		}
+		p.certs = certs
 	}
 	p.list.ttl = listTTL
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -506,7 +518,8 @@ func (p *Provider) teardownNetwork(ctx context.Context, sb runtime.ContainerStat
 	return n.Teardown(ctx, sb.ID, sb.NetNSPath, ports)
 }
 
-// forgetBackOffs drops a deleted pod's back-off entries.
+// forgetBackOffs drops a deleted pod's back-off entries, tokens and
+// certificates.
 func (p *Provider) forgetBackOffs(pod *corev1.Pod, uid types.UID) {
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range list {
@@ -518,6 +531,9 @@ func (p *Provider) forgetBackOffs(pod *corev1.Pod, uid types.UID) {
 	p.pullBackOff.GC()
 	p.sandboxBackOff.DeleteEntry(string(uid))
 	p.files.tokens.forget(uid)
+	if p.certs != nil {
+		p.certs.Forget(uid)
+	}
 }
 
 // podDir is where a pod's volumes and files live.

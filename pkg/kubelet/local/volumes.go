@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,7 +84,7 @@ func (p *Provider) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.V
 		}
 		return writeVolumeFiles(p.volumeDir(pod.UID, pluginDownwardAPI, v.Name), payload, gid)
 	case src.Projected != nil:
-		payload, err := p.projectedPayload(ctx, pod, src.Projected, objs)
+		payload, err := p.projectedPayload(ctx, pod, v.Name, src.Projected, objs)
 		if err != nil {
 			return err
 		}
@@ -359,50 +360,81 @@ func checkHostPath(h *corev1.HostPathVolumeSource) error {
 	return nil
 }
 
-// projectedPayload merges a projected volume's sources.
-func (p *Provider) projectedPayload(ctx context.Context, pod *corev1.Pod, src *corev1.ProjectedVolumeSource, objs *podenv.Objects) (map[string]podenv.File, error) {
+// projectedPayload merges a projected volume's sources. Every source is
+// tried, so that all of a volume's podCertificate sources are asked for
+// at once.
+func (p *Provider) projectedPayload(ctx context.Context, pod *corev1.Pod, volume string, src *corev1.ProjectedVolumeSource, objs *podenv.Objects) (map[string]podenv.File, error) {
 	mode := podenv.ModeOr(src.DefaultMode, podenv.DefaultFileMode)
 	out := map[string]podenv.File{}
-	merge := func(m map[string]podenv.File) {
+	var errs []error
+	merge := func(m map[string]podenv.File, err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
 		for k, v := range m {
 			out[k] = v
 		}
 	}
-	for _, s := range src.Sources {
+	for i, s := range src.Sources {
 		switch {
 		case s.ConfigMap != nil:
-			m, err := podenv.ConfigMapPayload(objs, s.ConfigMap.Name, s.ConfigMap.Items, &mode, podenv.Optional(s.ConfigMap.Optional))
-			if err != nil {
-				return nil, err
-			}
-			merge(m)
+			merge(podenv.ConfigMapPayload(objs, s.ConfigMap.Name, s.ConfigMap.Items, &mode, podenv.Optional(s.ConfigMap.Optional)))
 		case s.Secret != nil:
-			m, err := podenv.SecretPayload(objs, s.Secret.Name, s.Secret.Items, &mode, podenv.Optional(s.Secret.Optional))
-			if err != nil {
-				return nil, err
-			}
-			merge(m)
+			merge(podenv.SecretPayload(objs, s.Secret.Name, s.Secret.Items, &mode, podenv.Optional(s.Secret.Optional)))
 		case s.DownwardAPI != nil:
-			m, err := podenv.DownwardPayload(pod, s.DownwardAPI.Items, &mode, p.allocatable())
-			if err != nil {
-				return nil, err
-			}
-			merge(m)
+			merge(podenv.DownwardPayload(pod, s.DownwardAPI.Items, &mode, p.allocatable()))
 		case s.ServiceAccountToken != nil:
 			token, err := p.serviceAccountToken(ctx, pod, s.ServiceAccountToken)
 			if err != nil {
-				return nil, err
+				errs = append(errs, err)
+				continue
 			}
 			out[s.ServiceAccountToken.Path] = podenv.File{Data: []byte(token), Mode: mode}
 		case s.ClusterTrustBundle != nil:
 			anchors, err := p.trustAnchors(ctx, s.ClusterTrustBundle)
 			if err != nil {
-				return nil, err
+				errs = append(errs, err)
+				continue
 			}
 			out[s.ClusterTrustBundle.Path] = podenv.File{Data: anchors, Mode: mode}
+		case s.PodCertificate != nil:
+			merge(p.podCertificateFiles(ctx, pod, volume, i, s.PodCertificate, mode))
 		default:
-			return nil, errors.New("unsupported projected volume source (configMap, secret, downwardAPI, serviceAccountToken and clusterTrustBundle are supported)")
+			errs = append(errs, errors.New("unsupported projected volume source (configMap, secret, downwardAPI, serviceAccountToken, clusterTrustBundle and podCertificate are supported)"))
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// podCertificateFiles are the files of a podCertificate source, as
+// Kubernetes' projected volume writes them: the credential bundle (the
+// PEM private key, then the certificate chain), the key alone, the chain
+// alone, at whichever of the three paths the source names. With an
+// fsGroup they are 0600 (then readable by the group) whatever the
+// volume's defaultMode, as upstream.
+func (p *Provider) podCertificateFiles(ctx context.Context, pod *corev1.Pod, volume string, index int, src *corev1.PodCertificateProjection, mode int32) (map[string]podenv.File, error) {
+	if p.certs == nil {
+		return nil, errors.New("no API client to request pod certificates")
+	}
+	key, chain, err := p.certs.Credentials(ctx, pod, volume, index, src)
+	if err != nil {
+		return nil, err
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		mode = 0o600
+	}
+	out := map[string]podenv.File{}
+	if src.CredentialBundlePath != "" {
+		out[src.CredentialBundlePath] = podenv.File{Data: append(slices.Clip(key), chain...), Mode: mode}
+	}
+	if src.KeyPath != "" {
+		out[src.KeyPath] = podenv.File{Data: key, Mode: mode}
+	}
+	if src.CertificateChainPath != "" {
+		out[src.CertificateChainPath] = podenv.File{Data: chain, Mode: mode}
 	}
 	return out, nil
 }
