@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -54,10 +55,14 @@ func upCommand() *cobra.Command {
 			if err := checkProxyMode(f.proxyMode); err != nil {
 				return err
 			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			if f.nodeIP == "" {
+				f.nodeIP = defaultNodeIP(log)
+			}
 			if os.Geteuid() != 0 {
 				return errors.New("minik8s up runs containers and sets up pod networking, so it must run as root (minik8s server runs the control plane alone without root)")
 			}
-			parts, err := upParts(f, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+			parts, err := upParts(f, log)
 			if err != nil {
 				return err
 			}
@@ -68,13 +73,31 @@ func upCommand() *cobra.Command {
 	fl.StringVar(&f.dataDir, "data-dir", "/var/lib/minik8s", "directory for etcd data, certificates, admin.kubeconfig and pod volumes")
 	fl.IntVar(&f.port, "port", 6443, "apiserver HTTPS port")
 	fl.StringVar(&f.nodeName, "node-name", host, "name of this node")
-	fl.StringVar(&f.nodeIP, "node-ip", "127.0.0.1", "the node's InternalIP (where the apiserver reaches the kubelet)")
+	fl.StringVar(&f.nodeIP, "node-ip", "", "the node's InternalIP, where the apiserver reaches the kubelet and pods reach NodePorts (default: the IPv4 address of the default route's interface, as the kubelet picks it; 127.0.0.1 without one)")
 	fl.StringVar(&f.containerd, "containerd", "", "containerd socket (default /run/containerd/containerd.sock; started when none answers)")
 	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "pod IP range, one /24 per node")
 	fl.StringVar(&f.serviceCIDR, "service-cluster-ip-range", apiserver.DefaultServiceCIDR, "Service cluster IP range")
 	fl.StringToStringVar(&f.capacity, "extra-resources", nil, "resources the node offers beyond cpu, memory and pods, e.g. nvidia.com/gpu=2")
 	fl.StringVar(&f.proxyMode, "proxy-mode", "auto", "how the node's service proxy programs the kernel: auto (nftables, else iptables), nftables or iptables")
 	return cmd
+}
+
+// defaultNodeIP is the node's InternalIP when --node-ip is not given:
+// as the kubelet, the global IPv4 address of the default route's
+// interface. Not loopback, which the kubelet refuses: a pod's
+// 127.0.0.1 is its own, so pods could not reach the node's NodePorts
+// there. A host without a default route falls back to 127.0.0.1, which
+// only the node itself reaches, with a warning.
+func defaultNodeIP(log *slog.Logger) string {
+	ip, err := utilnet.ChooseHostInterface()
+	if err == nil && ip.To4() != nil {
+		return ip.String()
+	}
+	if err == nil {
+		err = fmt.Errorf("%s is not IPv4", ip)
+	}
+	log.Warn("no address to register the node at, using 127.0.0.1: pods cannot reach its NodePorts; pass --node-ip", "err", err)
+	return "127.0.0.1"
 }
 
 // upParts are a whole cluster's parts in start order: the control

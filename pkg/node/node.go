@@ -205,7 +205,7 @@ func (p *routesPart) Start(ctx context.Context) error {
 // containerd at address, pods on CNI) until ctx ends.
 func runKubelet(ctx context.Context, cfg Config, client kubernetes.Interface, address, localPathRoot string) error {
 	log := cfg.Logger
-	rt, err := runtime.New(ctx, runtime.Config{Address: address, Node: cfg.NodeName, PlainHTTPRegistries: cfg.PlainHTTPRegistries, Logger: log})
+	rt, err := runtime.New(ctx, runtime.Config{Address: address, Node: cfg.NodeName, HostNetNS: cfg.HostNetNS, PlainHTTPRegistries: cfg.PlainHTTPRegistries, Logger: log})
 	if err != nil {
 		return err
 	}

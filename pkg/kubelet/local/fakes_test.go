@@ -34,7 +34,9 @@ type fakeRuntime struct {
 	next    int
 	all     map[string]*runtime.ContainerStatus
 	configs map[string]runtime.ContainerConfig
-	images  map[string]bool
+	// sandboxes are the configs sandboxes were created with, by ID.
+	sandboxes map[string]runtime.SandboxConfig
+	images    map[string]bool
 	// pullErrs fail EnsureImage for an image; startErrs StartContainer
 	// for a container name.
 	pullErrs  map[string]error
@@ -57,7 +59,8 @@ var _ runtime.Runtime = (*fakeRuntime)(nil)
 func newFakeRuntime(clk *testclock.FakeClock) *fakeRuntime {
 	return &fakeRuntime{
 		clock: clk, all: map[string]*runtime.ContainerStatus{}, configs: map[string]runtime.ContainerConfig{},
-		images: map[string]bool{}, pullErrs: map[string]error{}, startErrs: map[string]error{},
+		sandboxes: map[string]runtime.SandboxConfig{},
+		images:    map[string]bool{}, pullErrs: map[string]error{}, startErrs: map[string]error{},
 		stopCode: 137, stops: map[string]time.Duration{}, stopped: map[string]time.Time{},
 		resources: map[string]runtime.Resources{},
 	}
@@ -100,6 +103,7 @@ func (f *fakeRuntime) CreateSandbox(ctx context.Context, cfg runtime.SandboxConf
 		Labels: cfg.Labels, State: runtime.StateRunning, CreatedAt: now, StartedAt: now,
 		NetNSPath: netns,
 	}
+	f.sandboxes[id] = cfg
 	f.op("sandbox %s", cfg.Name)
 	return &runtime.Sandbox{ID: id, NetNSPath: netns}, nil
 }

@@ -191,6 +191,41 @@ func TestPodSysctls(t *testing.T) {
 	}
 }
 
+// A pod that shares the node's network, PID or IPC namespace gets a
+// sandbox in it; its address is the node's. A pod that shares none gets
+// namespaces of its own.
+func TestHostNamespaces(t *testing.T) {
+	e := newTestEnv(t)
+	e.p.cfg.NodeIP = "192.0.2.10"
+	host := testPod("host", "c")
+	host.Spec.HostNetwork, host.Spec.HostPID, host.Spec.HostIPC = true, true, true
+	plain := testPod("plain", "c")
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want bool
+	}{{host, true}, {plain, false}} {
+		s := e.sync(e.worker(tc.pod))
+		var cfg *runtime.SandboxConfig
+		for _, c := range e.rt.sandboxes {
+			if c.Name == tc.pod.Name {
+				cfg = &c
+			}
+		}
+		if cfg == nil {
+			t.Fatalf("%s: no sandbox", tc.pod.Name)
+		}
+		if cfg.HostNetwork != tc.want || cfg.HostPID != tc.want || cfg.HostIPC != tc.want {
+			t.Errorf("%s: sandbox hostNetwork %v hostPID %v hostIPC %v, want %v", tc.pod.Name, cfg.HostNetwork, cfg.HostPID, cfg.HostIPC, tc.want)
+		}
+		if (cfg.AttachNetwork == nil) != tc.want {
+			t.Errorf("%s: attached to the pod network: %v", tc.pod.Name, cfg.AttachNetwork != nil)
+		}
+		if tc.want && s.PodIP != "192.0.2.10" {
+			t.Errorf("%s: podIP %q, want the node's 192.0.2.10", tc.pod.Name, s.PodIP)
+		}
+	}
+}
+
 func TestAPIContainerUser(t *testing.T) {
 	if apiContainerUser(nil) != nil {
 		t.Error("no user reported as one")

@@ -262,6 +262,8 @@ func (w *podWorker) syncSandbox(ctx context.Context, pod *corev1.Pod) (*runtime.
 		Hostname:  podHostname(pod),
 		Labels:    labels,
 		Resources: podResources(pod),
+		// The node's namespaces, which the pod asks to share.
+		HostNetwork: hostNet, HostPID: pod.Spec.HostPID, HostIPC: pod.Spec.HostIPC,
 	}
 	// CNI ADD runs while the pause container starts (AttachNetwork). What
 	// it did is undone should either fail: it tells which sandbox it

@@ -102,7 +102,7 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandbox *Sandbox, cfg 
 	if netns := sbLabels[labelNetNS]; netns != "" {
 		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netns}))
 	} else {
-		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace))
+		opts = append(opts, r.hostNetNS())
 	}
 	if sbLabels[labelHostPID] == "true" {
 		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))

@@ -54,6 +54,11 @@ type Config struct {
 	CgroupRoot string
 	// NetNSDir holds the pods' network namespace files. Default /var/run/netns.
 	NetNSDir string
+	// HostNetNS is the node's network namespace (a path), which
+	// hostNetwork pods share, when it is not containerd's own: a node in
+	// a namespace of its own (several nodes on one machine). Empty:
+	// hostNetwork pods run in containerd's namespace.
+	HostNetNS string
 	// FIFODir holds the stdio fifos between containerd's shims and us.
 	// Default /run/containerd/fifo.
 	FIFODir string

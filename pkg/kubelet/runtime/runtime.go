@@ -88,9 +88,10 @@ type SandboxConfig struct {
 	// Resources, when set, limit the pod's cgroup as a whole, as Kubernetes
 	// limits a Guaranteed or Burstable pod (sum of its containers). cgroup v1.
 	Resources *Resources
-	// HostNetwork runs the pod in the node's network and UTS namespaces (no
-	// network namespace of its own: NetNSPath is empty, Hostname is the
-	// node's). HostPID and HostIPC share the node's PID and IPC namespaces.
+	// HostNetwork runs the pod in the node's network (Config.HostNetNS)
+	// and UTS namespaces (no network namespace of its own: NetNSPath is
+	// empty, Hostname is the node's). HostPID and HostIPC share the
+	// node's PID and IPC namespaces.
 	HostNetwork, HostPID, HostIPC bool
 	// AttachNetwork, when set, attaches the sandbox's network namespace
 	// to the pod network (CNI ADD). CreateSandbox calls it once, as soon

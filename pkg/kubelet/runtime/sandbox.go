@@ -23,6 +23,15 @@ func (r *Containerd) netnsPath(sandboxID string) string {
 	return filepath.Join(r.cfg.NetNSDir, "minik8s-"+sandboxID)
 }
 
+// hostNetNS is the network namespace of a hostNetwork pod's sandbox and
+// containers: the node's (Config.HostNetNS), else containerd's own.
+func (r *Containerd) hostNetNS() oci.SpecOpts {
+	if r.cfg.HostNetNS != "" {
+		return oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: r.cfg.HostNetNS})
+	}
+	return oci.WithHostNamespace(specs.NetworkNamespace)
+}
+
 // CreateSandbox starts a pod's pause container in new network, IPC and UTS
 // namespaces. The network namespace is created first and bound under
 // NetNSDir, so it outlives the pause process for CNI DEL; AttachNetwork
@@ -99,7 +108,7 @@ func (r *Containerd) CreateSandbox(ctx context.Context, cfg SandboxConfig) (crea
 		oci.WithAnnotations(map[string]string{annotationShimGroup: id}),
 	}
 	if cfg.HostNetwork {
-		specOpts = append(specOpts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
+		specOpts = append(specOpts, r.hostNetNS(), oci.WithHostNamespace(specs.UTSNamespace))
 	} else {
 		if err := createNetNS(netns); err != nil {
 			return nil, fmt.Errorf("create sandbox for %s: %w", pod, err)
