@@ -69,8 +69,8 @@ func newDiscovery(table *registry.Table) *discovery {
 		if r.Approval != nil {
 			sub("approval", r.Kind, "", "", metav1.Verbs{"get", "patch", "update"})
 		}
-		if r.Resize != nil {
-			sub("resize", r.Kind, "", "", metav1.Verbs{"get", "patch", "update"})
+		for _, name := range r.SpecPartNames() {
+			sub(name, r.Kind, "", "", metav1.Verbs{"get", "patch", "update"})
 		}
 		if r.Scale != nil {
 			sub("scale", "Scale", "autoscaling", "v1", metav1.Verbs{"get", "patch", "update"})

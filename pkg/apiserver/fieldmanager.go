@@ -123,7 +123,8 @@ func resetFields(res *registry.Resource, sub subresource) map[fieldpath.APIVersi
 		reset = fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
 	case sub == statusResource:
 		reset = fieldpath.NewSet(fieldpath.MakePathOrDie("spec"))
-	case sub == resizeResource:
+	case res.SpecParts[string(sub)].Take != nil:
+		// A part of the spec: the status is not the writer's either.
 		reset = fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
 	default:
 		return nil

@@ -60,12 +60,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		} else if err = s.checkApprove(r.Context(), res, info); err == nil {
 			err = s.serveStatus(w, r, res, info, approvalResource)
 		}
-	case "resize":
-		if res.Resize == nil {
-			err = errNoSuchResource()
-		} else {
-			err = s.serveStatus(w, r, res, info, resizeResource)
-		}
 	case "scale":
 		if res.Scale == nil {
 			err = errNoSuchResource()
@@ -81,7 +75,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	case "token":
 		err = s.serveToken(w, r, res, info)
 	default:
-		if a, ok := res.Action(info.Subresource); ok && info.Verb == "create" {
+		if _, ok := res.SpecParts[info.Subresource]; ok {
+			err = s.serveStatus(w, r, res, info, subresource(info.Subresource))
+		} else if a, ok := res.Action(info.Subresource); ok && info.Verb == "create" {
 			err = s.serveAction(w, r, res, a, info)
 		} else {
 			err = errNoSuchResource()

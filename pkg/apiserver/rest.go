@@ -202,8 +202,6 @@ const (
 	actionResource subresource = "action"
 	// approvalResource is a CSR's Approved and Denied conditions.
 	approvalResource subresource = "approval"
-	// resizeResource is a pod's /resize: its containers' resources.
-	resizeResource subresource = "resize"
 	// scaleResource is /scale: the replicas, changed as the main
 	// resource's, but a subresource to admission.
 	scaleResource subresource = "scale"
@@ -321,8 +319,14 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 // subresource's rules, defaults and validates.
 func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.Object, sub subresource) (runtime.Object, error) {
 	var obj runtime.Object
-	switch sub {
-	case statusResource:
+	part, isPart := res.SpecParts[string(sub)]
+	switch {
+	case isPart:
+		// A part of the spec (a pod's /resize, /ephemeralcontainers):
+		// the rest stays as stored.
+		obj = current.DeepCopyObject()
+		part.Take(obj, desired)
+	case sub == statusResource:
 		// Status moves, and labels and annotations as Kubernetes' status
 		// strategies let them; the spec and the rest of metadata stay as
 		// stored.
@@ -335,7 +339,7 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 		if res.PrepareForStatusUpdate != nil {
 			res.PrepareForStatusUpdate(obj, current)
 		}
-	case approvalResource:
+	case sub == approvalResource:
 		// As /status: the approval's conditions, labels and annotations.
 		obj = current.DeepCopyObject()
 		copyField(obj, desired, "Status")
@@ -344,12 +348,9 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 			om.SetAnnotations(dm.GetAnnotations())
 		}
 		res.Approval(obj, current)
-	case finalizeResource:
+	case sub == finalizeResource:
 		obj = current.DeepCopyObject()
 		copyField(obj, desired, "Spec")
-	case resizeResource:
-		obj = current.DeepCopyObject()
-		res.Resize(obj, desired)
 	default:
 		obj = desired
 		if res.Status && sub != actionResource {
@@ -381,11 +382,11 @@ func (s *Server) prepareUpdate(res *registry.Resource, desired, current runtime.
 		om.SetGeneration(cm.GetGeneration() + 1)
 	}
 	var errs field.ErrorList
-	switch sub {
-	case actionResource:
-		errs = res.ValidateCreate(obj)
-	case resizeResource:
-		errs = res.ValidateResizeChange(obj, current)
+	switch {
+	case sub == actionResource:
+		errs = res.ValidateObject(obj)
+	case isPart:
+		errs = res.ValidateSpecPartChange(part, obj, current)
 	default:
 		errs = res.ValidateChange(obj, current)
 	}

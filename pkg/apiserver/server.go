@@ -214,9 +214,7 @@ func New(cfg Config) (*Server, error) {
 		if r.Approval != nil {
 			subs = append(subs, "approval")
 		}
-		if r.Resize != nil {
-			subs = append(subs, "resize")
-		}
+		subs = append(subs, r.SpecPartNames()...)
 		oapiResources = append(oapiResources, openapi.Resource{
 			GroupVersionKind: r.GroupVersionKind(), Resource: r.Resource, Namespaced: r.Namespaced,
 			Verbs: allVerbs, Subresources: subs, Object: r.New(), ListObject: r.NewList(),

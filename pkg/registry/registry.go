@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -58,6 +59,9 @@ type Resource struct {
 	Validate validation.KindFunc
 	// ValidateUpdate checks what an update may not change.
 	ValidateUpdate validation.KindUpdateFunc
+	// ValidateCreateOnly, when set, adds what only a create must satisfy
+	// (a pod names no ephemeral containers yet).
+	ValidateCreateOnly validation.KindFunc
 	// Printer renders the kind's table rows; unset is printers.Default.
 	Printer printers.Printer
 
@@ -86,12 +90,11 @@ type Resource struct {
 	// is the stored object with the request's status, and Approval keeps
 	// from old everything the approval may not change.
 	Approval func(obj, old runtime.Object)
-	// Resize, when set, serves /resize (a pod's in-place resize): obj is
-	// the stored object, and Resize copies into it from desired what a
-	// resize may change (the containers' resources). ValidateResize then
-	// takes the place of ValidateUpdate.
-	Resize         func(obj, desired runtime.Object)
-	ValidateResize validation.KindUpdateFunc
+	// SpecParts are the subresources that write one part of the spec, by
+	// name: a pod's /resize (its containers' resources) and
+	// /ephemeralcontainers. GET returns the object; PUT and PATCH start
+	// from the stored object and take from the request that part alone.
+	SpecParts map[string]SpecPart
 	// GracefulDelete says whether deleting obj must wait for someone (the
 	// kubelet) to finish it, and the grace period to record.
 	GracefulDelete func(obj runtime.Object, requested *int64) (grace int64, graceful bool)
@@ -253,8 +256,18 @@ func (r *Resource) ApplyDefaults(obj runtime.Object) {
 }
 
 // ValidateCreate checks an object about to be created: its metadata and
-// the kind's fields.
+// the kind's fields, and what only a create must satisfy.
 func (r *Resource) ValidateCreate(obj runtime.Object) field.ErrorList {
+	errs := r.ValidateObject(obj)
+	if r.ValidateCreateOnly != nil && obj != nil && !reflect.ValueOf(obj).IsNil() {
+		errs = append(errs, r.ValidateCreateOnly(obj)...)
+	}
+	return errs
+}
+
+// ValidateObject checks an object about to be stored, new or not: its
+// metadata and the kind's fields.
+func (r *Resource) ValidateObject(obj runtime.Object) field.ErrorList {
 	return validation.Object(obj, r.Namespaced, r.NameRule, r.Validate)
 }
 
@@ -264,11 +277,24 @@ func (r *Resource) ValidateChange(obj, old runtime.Object) field.ErrorList {
 	return validation.ObjectUpdate(obj, old, r.Namespaced, r.NameRule, r.Validate, r.ValidateUpdate)
 }
 
-// ValidateResizeChange checks a /resize write of old to obj: what
-// ValidateCreate checks, the metadata update rules and the kind's resize
-// rules.
-func (r *Resource) ValidateResizeChange(obj, old runtime.Object) field.ErrorList {
-	return validation.ObjectUpdate(obj, old, r.Namespaced, r.NameRule, r.Validate, r.ValidateResize)
+// SpecPart is a subresource that writes one part of a kind's spec.
+type SpecPart struct {
+	// Take copies into obj, the stored object, from desired, the
+	// request's, what the subresource may change.
+	Take func(obj, desired runtime.Object)
+	// Validate takes the place of ValidateUpdate.
+	Validate validation.KindUpdateFunc
+}
+
+// SpecPartNames are the names of r's SpecParts, sorted.
+func (r *Resource) SpecPartNames() []string {
+	return slices.Sorted(maps.Keys(r.SpecParts))
+}
+
+// ValidateSpecPartChange checks a write of old to obj through part: what
+// ValidateObject checks, the metadata update rules and the part's rules.
+func (r *Resource) ValidateSpecPartChange(part SpecPart, obj, old runtime.Object) field.ErrorList {
+	return validation.ObjectUpdate(obj, old, r.Namespaced, r.NameRule, r.Validate, part.Validate)
 }
 
 // TablePrinter returns the kind's printer, printers.Default when it has

@@ -62,9 +62,10 @@ var (
 
 // Validate decides on a namespace, pod or workload write.
 func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes, objects admission.Objects) admission.Result {
-	if a.Subresource != "" {
+	if a.Subresource != "" && !(a.Resource == podsGVR && a.Subresource == "ephemeralcontainers") {
 		// Pods' status and binding, workloads' status and scale, a
-		// namespace's status and finalize: nothing that is checked.
+		// namespace's status and finalize: nothing that is checked. A
+		// pod's ephemeral containers are.
 		return admission.Result{}
 	}
 	switch obj := a.Object.(type) {

@@ -110,9 +110,14 @@ func rebuildPods(all []runtime.ContainerStatus, nodeName string) (pods, orphans 
 			img = c.Image
 		}
 		spec := corev1.Container{Name: c.Name, Image: img}
-		if c.Labels[labelInit] == "true" {
+		switch {
+		case c.Labels[labelEphemeral] == "true":
+			pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
+				EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: c.Name, Image: img},
+			})
+		case c.Labels[labelInit] == "true":
 			pod.Spec.InitContainers = append(pod.Spec.InitContainers, spec)
-		} else {
+		default:
 			pod.Spec.Containers = append(pod.Spec.Containers, spec)
 		}
 	}
@@ -121,6 +126,9 @@ func rebuildPods(all []runtime.ContainerStatus, nodeName string) (pods, orphans 
 		order := func(a, b corev1.Container) int { return firstSeen[uid][a.Name].Compare(firstSeen[uid][b.Name]) }
 		slices.SortFunc(pod.Spec.Containers, order)
 		slices.SortFunc(pod.Spec.InitContainers, order)
+		slices.SortFunc(pod.Spec.EphemeralContainers, func(a, b corev1.EphemeralContainer) int {
+			return firstSeen[uid][a.Name].Compare(firstSeen[uid][b.Name])
+		})
 		if t := started[uid]; !t.IsZero() {
 			pod.Status.StartTime = &metav1.Time{Time: t}
 		}

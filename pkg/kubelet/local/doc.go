@@ -14,7 +14,8 @@
 // ListContainers (one relist shared by all workers, like the kubelet's
 // PLEG), moves the pod one step toward its spec — create the sandbox and
 // network, write volumes, run init containers in order, start, restart or
-// kill app containers — and computes the pod's status from what it saw.
+// kill app containers, start ephemeral containers once (in their target's
+// process namespace) — and computes the pod's status from what it saw.
 // When that status changes, the callback given to NotifyPods hears of it.
 //
 // Everything the worker needs to pick up after a restart is in containerd:

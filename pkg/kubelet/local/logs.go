@@ -93,6 +93,9 @@ func (p *Provider) GetContainerLogs(ctx context.Context, ns, name, container str
 		cs = findStatus(pod.Status.InitContainerStatuses, container)
 	}
 	if cs == nil {
+		cs = findStatus(pod.Status.EphemeralContainerStatuses, container)
+	}
+	if cs == nil {
 		return nil, fmt.Errorf("container %q in pod %q is not available", container, name)
 	}
 	id := cs.ContainerID
@@ -351,6 +354,28 @@ func (p *Provider) RunInContainer(ctx context.Context, ns, name, container strin
 	if err != nil {
 		return -1, err
 	}
+	return p.rt.Exec(ctx, id, cmd, execStreams(ctx, attach))
+}
+
+// AttachToContainer connects the session to the main process of the
+// container's running attempt (kubectl attach, kubectl debug -it,
+// kubectl run -i), through the runtime's attach: its output from now
+// on, its stdin when it was created with one, terminal resizes.
+func (p *Provider) AttachToContainer(ctx context.Context, ns, name, container string, attach kubelet.AttachIO) error {
+	a, ok := p.rt.(runtime.Attacher)
+	if !ok {
+		return fmt.Errorf("the container runtime cannot attach to containers")
+	}
+	id, err := p.runningContainer(ctx, ns, name, container)
+	if err != nil {
+		return err
+	}
+	return a.Attach(ctx, id, execStreams(ctx, attach))
+}
+
+// execStreams are an exec or attach session's streams as the runtime
+// takes them.
+func execStreams(ctx context.Context, attach kubelet.AttachIO) runtime.ExecStreams {
 	streams := runtime.ExecStreams{TTY: attach.TTY()}
 	if in := attach.Stdin(); in != nil {
 		streams.Stdin = in
@@ -375,7 +400,7 @@ func (p *Provider) RunInContainer(ctx context.Context, ns, name, container strin
 			}
 		}()
 	}
-	return p.rt.Exec(ctx, id, cmd, streams)
+	return streams
 }
 
 // runningContainer is the ID of the running attempt of a pod's container.
@@ -402,6 +427,9 @@ func eventFieldPath(pod *corev1.Pod, container string) string {
 		if c.Name == container {
 			return "spec.initContainers{" + container + "}"
 		}
+	}
+	if isEphemeral(pod, container) {
+		return "spec.ephemeralContainers{" + container + "}"
 	}
 	return "spec.containers{" + container + "}"
 }

@@ -18,6 +18,8 @@ const (
 	labelRestartCount = labelPrefix + "restart-count"
 	// labelInit marks init containers.
 	labelInit = labelPrefix + "init"
+	// labelEphemeral marks ephemeral containers.
+	labelEphemeral = labelPrefix + "ephemeral"
 	// labelImage is the image the container's spec named; a spec naming
 	// another one restarts the container.
 	labelImage = labelPrefix + "image"

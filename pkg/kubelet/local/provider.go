@@ -179,10 +179,11 @@ type Provider struct {
 }
 
 var (
-	_ kubelet.Provider        = (*Provider)(nil)
-	_ kubelet.NodeProvider    = (*Provider)(nil)
-	_ kubelet.ContainerLogger = (*Provider)(nil)
-	_ kubelet.ContainerExecer = (*Provider)(nil)
+	_ kubelet.Provider          = (*Provider)(nil)
+	_ kubelet.NodeProvider      = (*Provider)(nil)
+	_ kubelet.ContainerLogger   = (*Provider)(nil)
+	_ kubelet.ContainerExecer   = (*Provider)(nil)
+	_ kubelet.ContainerAttacher = (*Provider)(nil)
 )
 
 // New validates cfg, fills its defaults and builds the provider. It starts

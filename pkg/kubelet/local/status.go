@@ -120,6 +120,9 @@ func buildStatus(in statusInput) corev1.PodStatus {
 		c := &pod.Spec.Containers[i]
 		s.ContainerStatuses = append(s.ContainerStatuses, in.containerStatus(c, false, defaultReason))
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, in.ephemeralContainerStatus(&pod.Spec.EphemeralContainers[i], defaultReason))
+	}
 	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.terminal)
 	if in.terminal && s.Phase != corev1.PodSucceeded && s.Phase != corev1.PodFailed {
 		// Finished by the API's account (adopted) or stopped by a deadline.
@@ -156,7 +159,7 @@ func normalizeTimes(s *corev1.PodStatus) {
 		cut(&s.Conditions[i].LastTransitionTime)
 		cut(&s.Conditions[i].LastProbeTime)
 	}
-	for _, list := range [][]corev1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
+	for _, list := range [][]corev1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
 		for i := range list {
 			for _, st := range []*corev1.ContainerState{&list[i].State, &list[i].LastTerminationState} {
 				if st.Running != nil {
@@ -238,6 +241,16 @@ func (in *statusInput) containerStatus(c *corev1.Container, isInit bool, default
 		}
 		cs.Ready = isInit && !isRestartable(c) && cs.State.Terminated != nil && t.ExitCode == 0
 	}
+	return cs
+}
+
+// ephemeralContainerStatus is an ephemeral container's status, as the
+// kubelet reports it: its one attempt's state, never ready, with neither
+// a started flag nor resources (it has no probes and no resources).
+func (in *statusInput) ephemeralContainerStatus(ec *corev1.EphemeralContainer, defaultReason string) corev1.ContainerStatus {
+	cs := in.containerStatus((*corev1.Container)(&ec.EphemeralContainerCommon), false, defaultReason)
+	cs.Ready, cs.Started = false, nil
+	cs.Resources, cs.AllocatedResources = nil, nil
 	return cs
 }
 

@@ -77,6 +77,8 @@ func (w *podWorker) sync(ctx context.Context) error {
 		w.volumeErr = err.Error()
 		return err
 	}
+	// Ephemeral containers start even while the pod initialises.
+	acted = w.syncEphemeralContainers(ctx, pod, sb) || acted
 	initDone, initActed := w.syncInitContainers(ctx, pod, sb)
 	acted = acted || initActed
 	if !initDone {
@@ -576,10 +578,18 @@ func formatPod(pod *corev1.Pod) string {
 // container's configuration, creates and starts it as attempt. Failures
 // become the container's waiting state.
 func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, isInit bool, attempt int, sb *runtime.ContainerStatus) bool {
+	return w.runContainer(ctx, pod, c, sb, func() (runtime.ContainerConfig, error) {
+		return w.p.containerConfig(ctx, pod, c, isInit, attempt, w.podIP)
+	})
+}
+
+// runContainer pulls c's image, creates the container configure says
+// and starts it, recording failures as its waiting state and in events.
+func (w *podWorker) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sb *runtime.ContainerStatus, configure func() (runtime.ContainerConfig, error)) bool {
 	if !w.pullImage(ctx, pod, c) {
 		return false
 	}
-	cfg, err := w.p.containerConfig(ctx, pod, c, isInit, attempt, w.podIP)
+	cfg, err := configure()
 	if err != nil {
 		w.setWaiting(c.Name, "CreateContainerConfigError", err.Error())
 		w.p.event(pod, c.Name, corev1.EventTypeWarning, "Failed", "Error: %v", err)

@@ -104,7 +104,14 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandbox *Sandbox, cfg 
 	} else {
 		opts = append(opts, r.hostNetNS())
 	}
-	if sbLabels[labelHostPID] == "true" {
+	switch {
+	case cfg.TargetPIDOf != "":
+		pidns, err := r.targetPIDNamespace(ctx, sandbox.ID, cfg.TargetPIDOf)
+		if err != nil {
+			return "", fmt.Errorf("create container %s in %s: %w", cfg.Name, pod, err)
+		}
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: pidns}))
+	case sbLabels[labelHostPID] == "true":
 		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
 	}
 	if quota > 0 {
@@ -151,6 +158,31 @@ func (r *Containerd) CreateContainer(ctx context.Context, sandbox *Sandbox, cfg 
 		return "", fmt.Errorf("create container %s in %s: %w", cfg.Name, pod, err)
 	}
 	return id, nil
+}
+
+// targetPIDNamespace is the process namespace of the running container
+// id of sandbox sandboxID, for another container to join: its task's
+// /proc/<pid>/ns/pid, as the CRI plugin joins a target's.
+func (r *Containerd) targetPIDNamespace(ctx context.Context, sandboxID, id string) (string, error) {
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("target container %s: %w", id, err)
+	}
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return "", fmt.Errorf("target container %s: %w", id, err)
+	}
+	if labels[LabelKind] != kindContainer || labels[LabelSandboxID] != sandboxID {
+		return "", fmt.Errorf("target container %s is not a container of sandbox %s", id, sandboxID)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("target container %s is not running: %w", id, err)
+	}
+	if st, err := task.Status(ctx); err != nil || st.Status != containerd.Running {
+		return "", fmt.Errorf("target container %s is not running", id)
+	}
+	return fmt.Sprintf("/proc/%d/ns/pid", task.Pid()), nil
 }
 
 func (r *Containerd) snapshotter() string {

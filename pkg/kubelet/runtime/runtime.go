@@ -193,6 +193,13 @@ type ContainerConfig struct {
 	// ("<RFC3339Nano> stdout F <line>"). Empty: output is discarded (and
 	// there is nothing to attach to).
 	LogPath string
+	// TargetPIDOf, when set, is the ID of a running container of the same
+	// sandbox whose process namespace this one joins, as an ephemeral
+	// container with a targetContainerName does (the CRI's TARGET
+	// namespace mode): it sees, and may signal or trace, the target's
+	// processes. Otherwise the container has a process namespace of its
+	// own (or the node's, for a hostPID pod).
+	TargetPIDOf string
 	// TTY allocates a terminal (stdout and stderr become one stream). Stdin
 	// opens a stdin that attach sessions write to; the container reads no
 	// EOF from it until, with StdinOnce, the first session ends.

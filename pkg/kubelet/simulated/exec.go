@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -147,7 +148,7 @@ func (p *Provider) checkRunning(ns, name, container string) error {
 	if !ok {
 		return fmt.Errorf("pod %q is not running on this node", name)
 	}
-	for _, cs := range pod.Status.ContainerStatuses {
+	for _, cs := range append(slices.Clip(pod.Status.ContainerStatuses), pod.Status.EphemeralContainerStatuses...) {
 		if cs.Name == container && cs.State.Running != nil {
 			return nil
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -181,6 +182,14 @@ func (p *Provider) finish(ns, name string, uid types.UID, code int32) {
 		cs.Ready = false
 	}
 	if !restart {
+		// A finished pod's ephemeral containers are stopped with it.
+		for i := range pod.Status.EphemeralContainerStatuses {
+			if cs := &pod.Status.EphemeralContainerStatuses[i]; cs.State.Running != nil {
+				cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					ExitCode: 137, Reason: "Error", StartedAt: cs.State.Running.StartedAt, FinishedAt: now}}
+				p.logs.exit(ns, name, cs.Name, now.Time, 137, false)
+			}
+		}
 		pod.Status.Phase = corev1.PodSucceeded
 		if code != 0 {
 			pod.Status.Phase = corev1.PodFailed
@@ -216,6 +225,20 @@ func (p *Provider) UpdatePod(_ context.Context, pod *corev1.Pod) error {
 					cur.Status.ContainerStatuses[i].AllocatedResources = c.Resources.Requests.DeepCopy()
 				}
 			}
+		}
+		// New ephemeral containers start at once, and are never restarted.
+		now := metav1.NewTime(p.cfg.Clock.Now())
+		for _, ec := range pod.Spec.EphemeralContainers {
+			if slices.ContainsFunc(cur.Status.EphemeralContainerStatuses, func(cs corev1.ContainerStatus) bool { return cs.Name == ec.Name }) ||
+				cur.Status.Phase == corev1.PodSucceeded || cur.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			cur.Status.EphemeralContainerStatuses = append(cur.Status.EphemeralContainerStatuses, corev1.ContainerStatus{
+				Name: ec.Name, Image: ec.Image, ImageID: "simulated://" + ec.Image, Started: ptrTo(true),
+				ContainerID: "simulated://" + string(pod.UID) + "/" + ec.Name,
+				State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+			})
+			p.logs.start(pod.Namespace, pod.Name, ec.Name, now.Time)
 		}
 	}
 	return nil

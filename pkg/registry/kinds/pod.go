@@ -41,8 +41,11 @@ func pods() *registry.Resource {
 		GracefulDelete: podGracefulDelete,
 
 		PrepareForStatusUpdate: keepPodObservedGeneration,
-		Resize:                 podResize,
-		ValidateResize:         updateValidator(validatePodResize),
+		ValidateCreateOnly:     validator(validatePodCreate),
+		SpecParts: map[string]registry.SpecPart{
+			"resize":              {Take: podResize, Validate: updateValidator(validatePodResize)},
+			"ephemeralcontainers": {Take: podEphemeralContainers, Validate: updateValidator(validatePodEphemeralContainers)},
+		},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -41,6 +42,9 @@ func PodTemplateSpec(t *corev1.PodTemplateSpec, fldPath *field.Path) field.Error
 	allErrs := Labels(t.Labels, fldPath.Child("metadata", "labels"))
 	allErrs = append(allErrs, apimachineryvalidation.ValidateAnnotations(t.Annotations, fldPath.Child("metadata", "annotations"))...)
 	allErrs = append(allErrs, PodSpec(&t.Spec, fldPath.Child("spec"))...)
+	if len(t.Spec.EphemeralContainers) > 0 {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("spec", "ephemeralContainers"), "ephemeral containers not allowed in pod template"))
+	}
 	return allErrs
 }
 
@@ -169,6 +173,51 @@ func validateContainers(spec *corev1.PodSpec, volumes sets.Set[string], fldPath 
 		}
 		if c.StartupProbe != nil && c.StartupProbe.SuccessThreshold != 1 {
 			allErrs = append(allErrs, field.Invalid(idxPath.Child("startupProbe", "successThreshold"), c.StartupProbe.SuccessThreshold, "must be 1"))
+		}
+	}
+	return append(allErrs, validateEphemeralContainers(spec, volumes, names, fldPath.Child("ephemeralContainers"))...)
+}
+
+// ephemeralContainerFields are the fields of an ephemeral container that
+// may be set, as Kubernetes lists them: none that the pod could come to
+// rely on (ports, probes, lifecycle, resources, restart policies). A field
+// added to the API is refused until it is listed here.
+var ephemeralContainerFields = sets.New(
+	"Name", "Image", "Command", "Args", "WorkingDir", "EnvFrom", "Env", "VolumeMounts", "VolumeDevices",
+	"TerminationMessagePath", "TerminationMessagePolicy", "ImagePullPolicy", "SecurityContext",
+	"Stdin", "StdinOnce", "TTY",
+)
+
+// validateEphemeralContainers checks the ephemeral containers as any
+// container, with names unique across all the pod's containers (names
+// holds the init and app containers'), a targetContainerName that names
+// an init or app container, only the allowed fields and no subPath.
+func validateEphemeralContainers(spec *corev1.PodSpec, volumes, names sets.Set[string], fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	targets := names.Clone()
+	for i := range spec.EphemeralContainers {
+		ec := &spec.EphemeralContainers[i]
+		idxPath := fldPath.Index(i)
+		allErrs = append(allErrs, validateContainer((*corev1.Container)(&ec.EphemeralContainerCommon), spec, volumes, names, idxPath)...)
+		if ec.TargetContainerName != "" && !targets.Has(ec.TargetContainerName) {
+			allErrs = append(allErrs, field.NotFound(idxPath.Child("targetContainerName"), ec.TargetContainerName))
+		}
+		v := reflect.ValueOf(ec.EphemeralContainerCommon)
+		for j := 0; j < v.NumField(); j++ {
+			f := v.Type().Field(j)
+			if ephemeralContainerFields.Has(f.Name) || v.Field(j).IsZero() {
+				continue
+			}
+			name := strings.ToLower(f.Name[:1]) + f.Name[1:]
+			allErrs = append(allErrs, field.Forbidden(idxPath.Child(name), "cannot be set for an Ephemeral Container"))
+		}
+		for j, vm := range ec.VolumeMounts {
+			if vm.SubPath != "" {
+				allErrs = append(allErrs, field.Forbidden(idxPath.Child("volumeMounts").Index(j).Child("subPath"), "cannot be set for an Ephemeral Container"))
+			}
+			if vm.SubPathExpr != "" {
+				allErrs = append(allErrs, field.Forbidden(idxPath.Child("volumeMounts").Index(j).Child("subPathExpr"), "cannot be set for an Ephemeral Container"))
+			}
 		}
 	}
 	return allErrs
