@@ -130,17 +130,25 @@ reap() {
 }
 
 # agnhost and nonewprivs' nnp, static, from the k8s.io/kubernetes module the
-# conformance tool's throwaway module requires.
+# conformance tool's throwaway module requires; the aggregator spec's
+# sample-apiserver (k8s.io/sample-apiserver, which that module pins to the
+# suite's version) and etcd (go.etcd.io/etcd/server/v3, at the version
+# k8s.io/kubernetes requires) from the same module.
 test_programs() {
 	local mod=$CACHE/mod-$K8S_VERSION
 	[ -f "$mod/go.mod" ] || die "no $mod/go.mod: run '$0 suite' first (the conformance tool makes it)"
-	local pkg out
-	for pkg in agnhost nonewprivs; do
-		out=$IMAGES_DIR/$pkg
+	local name pkg out
+	for name in agnhost nonewprivs sample-apiserver etcd; do
+		case "$name" in
+			sample-apiserver) pkg=k8s.io/sample-apiserver ;;
+			etcd) pkg=go.etcd.io/etcd/server/v3 ;;
+			*) pkg=k8s.io/kubernetes/test/images/$name ;;
+		esac
+		out=$IMAGES_DIR/$name
 		[ -x "$out" ] && [ "$out" -nt "$mod/go.mod" ] && continue
-		echo "building $pkg (k8s.io/kubernetes/test/images/$pkg@$K8S_VERSION, static)"
+		echo "building $name ($pkg, static)"
 		(cd "$mod" && CGO_ENABLED=0 GOFLAGS="-mod=mod ${GOFLAGS:-}" \
-			go build -trimpath -ldflags "-s -w" -o "$out.tmp" "k8s.io/kubernetes/test/images/$pkg")
+			go build -trimpath -ldflags "-s -w" -o "$out.tmp" "$pkg")
 		mv -f "$out.tmp" "$out"
 	done
 }
@@ -157,7 +165,8 @@ images() {
 	# the names the suite's pods use (KUBE_TEST_REPO_LIST re-points them)
 	"$e2e" --list-images | sort >"$IMAGES_DIR/names.txt"
 	go run ./hack/conformance-images -list "$IMAGES_DIR/names.txt" -base "$IMAGES_DIR/debian-base.tar" -agnhost "$IMAGES_DIR/agnhost" \
-		-nnp "$IMAGES_DIR/nonewprivs" -kubernetes "$kdir" -o "$IMAGES_DIR/images.tar"
+		-nnp "$IMAGES_DIR/nonewprivs" -sample-apiserver "$IMAGES_DIR/sample-apiserver" -etcd "$IMAGES_DIR/etcd" \
+		-kubernetes "$kdir" -o "$IMAGES_DIR/images.tar"
 	need_root "importing images into containerd"
 	hack/start-containerd.sh "$CONTAINERD"
 	bin/minik8s image import --containerd "$CONTAINERD" "$IMAGES_DIR/images.tar"

@@ -14,6 +14,9 @@
 //	nonroot            the Debian base as user 1234
 //	nonewprivs         busybox + /usr/local/bin/nnp, setuid root
 //	pause              the built-in pause image
+//	sample-apiserver   the Debian base + /sample-apiserver (entrypoint), the
+//	                   aggregator spec's extension API server
+//	etcd               the Debian base + /usr/local/bin/etcd, its storage
 //
 // Every image on the Debian base shares that one layer. Names from the
 // private and the invalid registries are left out: the specs that use them
@@ -39,6 +42,7 @@ import (
 
 type config struct {
 	list, base, agnhost, nnp, kubernetes, busybox, out string
+	sampleAPIServer, etcd                              string
 }
 
 func main() {
@@ -49,6 +53,8 @@ func main() {
 	flag.StringVar(&c.nnp, "nnp", "", "static nnp binary (k8s.io/kubernetes/test/images/nonewprivs)")
 	flag.StringVar(&c.kubernetes, "kubernetes", "", "the k8s.io/kubernetes module's directory (test/images/...)")
 	flag.StringVar(&c.busybox, "busybox", "", "static busybox (default: busybox-static's)")
+	flag.StringVar(&c.sampleAPIServer, "sample-apiserver", "", "static sample-apiserver binary (k8s.io/sample-apiserver); none: the image is left out")
+	flag.StringVar(&c.etcd, "etcd", "", "static etcd binary (go.etcd.io/etcd/server/v3); none: the image is left out")
 	flag.StringVar(&c.out, "o", "images.tar", "output tarball")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -181,6 +187,20 @@ func (c config) build(name string) (image.Image, bool, error) {
 	case "pause":
 		img, err := image.PauseImage(name)
 		return img, true, err
+	case "sample-apiserver":
+		if c.sampleAPIServer == "" {
+			return image.Image{}, false, nil
+		}
+		bin, err := os.ReadFile(c.sampleAPIServer)
+		return debian(ocispec.ImageConfig{Entrypoint: []string{"/sample-apiserver"}},
+			image.File{Path: "sample-apiserver", Mode: 0o755, Data: bin}), true, err
+	case "etcd":
+		if c.etcd == "" {
+			return image.Image{}, false, nil
+		}
+		bin, err := os.ReadFile(c.etcd)
+		return debian(ocispec.ImageConfig{Cmd: []string{"/usr/local/bin/etcd"}},
+			image.File{Path: "usr/local/bin/etcd", Mode: 0o755, Data: bin}), true, err
 	}
 	return image.Image{}, false, nil
 }

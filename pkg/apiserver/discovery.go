@@ -207,9 +207,14 @@ func (s *Server) newDiscovery() *discovery {
 	if servesMetricsAPI(s.table) {
 		d.addMetricsAPI()
 	}
+	s.aggregator.addAggregated(d)
 	d.aggregated = d.aggregate()
 	return d
 }
 
 // refreshDiscovery rebuilds the discovery documents after the table changed.
-func (s *Server) refreshDiscovery() { s.discovery.Store(s.newDiscovery()) }
+func (s *Server) refreshDiscovery() {
+	s.discoveryMu.Lock()
+	defer s.discoveryMu.Unlock()
+	s.discovery.Store(s.newDiscovery())
+}

@@ -44,7 +44,9 @@ func (d *discovery) aggregate() aggregatedDiscovery {
 				gd.Versions = append(gd.Versions, versionDiscovery(res, v.Version))
 			}
 		}
-		out.groups.Items = append(out.groups.Items, gd)
+		if len(gd.Versions) > 0 { // an aggregated group whose backends have not answered
+			out.groups.Items = append(out.groups.Items, gd)
+		}
 	}
 	return out
 }

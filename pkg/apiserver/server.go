@@ -92,6 +92,13 @@ type Config struct {
 	// .../serviceaccounts/<name>/token, serviceaccounts.go); nil serves
 	// none.
 	ServiceAccountTokens *serviceaccount.Signer
+	// FrontProxy is how the aggregation layer calls extension API
+	// servers (aggregator.go); nil: without a client certificate, and
+	// nothing published for them to trust.
+	FrontProxy *FrontProxyConfig
+	// ClientCAPEM is the CA of the client certificates this apiserver
+	// accepts, published for extension API servers (client-ca-file).
+	ClientCAPEM []byte
 }
 
 // Defaults of the service address ranges, as Kubernetes'.
@@ -108,6 +115,10 @@ type Server struct {
 	scheme    *k8sruntime.Scheme
 	codecs    serializer.CodecFactory
 	discovery atomic.Pointer[discovery]
+	// discoveryMu serializes rebuilding discovery.
+	discoveryMu sync.Mutex
+	// aggregator proxies to the APIServices with a Service (aggregator.go).
+	aggregator *aggregator
 	// openapi serves /openapi/: the table's resources (oapiResources)
 	// and the custom resources' documents.
 	openapi       atomic.Pointer[http.Handler]
@@ -243,11 +254,12 @@ func New(cfg Config) (*Server, error) {
 		fieldTypes: sync.OnceValues(func() (managedfields.TypeConverter, error) {
 			return builtinFieldTypes(scheme, table.All, oapiResources)
 		}),
-		metrics: newMetrics(),
-		kubelet: newKubeletClient(cfg.KubeletClientCert),
-		proxy:   newProxyTransport(),
-		log:     cfg.Logger,
-		now:     cfg.Now,
+		metrics:    newMetrics(),
+		kubelet:    newKubeletClient(cfg.KubeletClientCert),
+		proxy:      newProxyTransport(),
+		aggregator: newAggregator(cfg.FrontProxy),
+		log:        cfg.Logger,
+		now:        cfg.Now,
 	}
 	s.discovery.Store(s.newDiscovery())
 	s.openapi.Store(&oapi)
@@ -300,6 +312,10 @@ func (s *Server) Handler() http.Handler {
 
 // serveAPI routes /api and /apis requests and records their metrics.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	if t := s.aggregator.target(r.URL.Path); t != nil {
+		s.proxyToAPIService(w, r, t)
+		return
+	}
 	info := parseRequestInfo(r)
 	if !info.IsResource {
 		if s.serveDiscovery(w, r) {
@@ -408,6 +424,9 @@ func (s *Server) EnsureDefaults(ctx context.Context) error {
 		return err
 	}
 	if err := s.ensureLocalAPIServices(ctx); err != nil {
+		return err
+	}
+	if err := s.ensureAuthenticationConfigMap(ctx); err != nil {
 		return err
 	}
 	return s.ensureDefaultServiceAccounts(ctx)

@@ -291,6 +291,9 @@ func (p *apiserverPart) Start(ctx context.Context) error {
 		KubeletClientCert:    kubeletCert,
 		Audit:                auditLog,
 		ServiceAccountTokens: saSigner,
+		ClientCAPEM:          bundle.CAPEM,
+		FrontProxy: &apiserver.FrontProxyConfig{CAPEM: bundle.FrontProxy.CAPEM, AllowedNames: []string{pki.FrontProxyClientUser},
+			ClientCertPEM: bundle.FrontProxy.ClientCertPEM, ClientKeyPEM: bundle.FrontProxy.ClientKeyPEM},
 	})
 	if err != nil {
 		return err
@@ -355,6 +358,9 @@ func (p *apiserverPart) serving(ctx context.Context, port int, api *apiserver.Se
 		return err
 	}
 	if err := p.startAuthorization(ctx, admin); err != nil {
+		return err
+	}
+	if err := api.StartAggregation(ctx, loopbackConfig(url, bundle)); err != nil {
 		return err
 	}
 	nodeToken, err := ensureNodeToken(ctx, admin, nodeTokenPath, bundle.CAPEM, time.Now(), log)

@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"cmp"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -74,15 +75,21 @@ type Bundle struct {
 	// ServiceAccountKey signs service account tokens (ECDSA P-256, or an
 	// RSA key placed in sa.key by hand); kept forever once created.
 	ServiceAccountKey crypto.Signer
+	// FrontProxy is what the aggregation layer proxies with
+	// (frontproxy.go): its own CA and the client certificate it signed.
+	FrontProxy FrontProxy
 
-	dir    string
+	dir string
+	// caName starts the CA's common name (default "minik8s-ca").
+	caName string
 	caCert *x509.Certificate
 	caKey  crypto.Signer
 	mu     sync.Mutex // serialises AddToken
 }
 
 // Ensure creates the CA, the serving certificate, the admin client
-// certificate, the admin token and the service account signing key on
+// certificate, the admin token, the service account signing key and the
+// front proxy's CA and client certificate on
 // first call and loads them on later
 // calls. The CA is kept forever; the serving certificate is re-issued by the
 // same CA when the wanted hosts include a name it lacks or it is within 30
@@ -111,6 +118,9 @@ func Ensure(cfg Config) (*Bundle, error) {
 		return nil, err
 	}
 	if err := b.ensureServiceAccountKey(); err != nil {
+		return nil, err
+	}
+	if err := b.ensureFrontProxy(); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -174,7 +184,7 @@ func (b *Bundle) createCA() error {
 		// The random suffix gives every cluster's CA a distinct subject, so
 		// CAs (and the acceptable-CA names a server sends) of different
 		// clusters can be told apart.
-		Subject:               pkix.Name{CommonName: "minik8s-ca-" + suffix, Organization: []string{"minik8s"}},
+		Subject:               pkix.Name{CommonName: cmp.Or(b.caName, "minik8s-ca") + "-" + suffix, Organization: []string{"minik8s"}},
 		NotBefore:             t.Add(-backdate),
 		NotAfter:              t.Add(caValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,

@@ -137,6 +137,10 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 		withRules("system:public-info-viewer", nil, urls([]string{"get"}, "/healthz", "/livez", "/readyz", "/version", "/version/")),
 		withRules("system:monitoring", nil, urls([]string{"get"}, "/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*", "/readyz/*", "/healthz/*")),
 		withRules("system:node-bootstrapper", nil, rule([]string{"create", "get", "list", "watch"}, []string{"certificates.k8s.io"}, "certificatesigningrequests")),
+		// What an extension API server (the aggregation layer's backends)
+		// is bound to, to ask who a token is and what a user may do.
+		withRules("system:auth-delegator", nil, rule([]string{"create"}, []string{"authentication.k8s.io"}, "tokenreviews"),
+			rule([]string{"create"}, []string{"authorization.k8s.io"}, "subjectaccessreviews")),
 		// CoreDNS's kubernetes plugin (pkg/dns runs it as system:coredns).
 		withRules("system:coredns", nil, rule([]string{"list", "watch"}, core, "endpoints", "services", "pods", "namespaces"),
 			rule([]string{"list", "watch"}, []string{"discovery.k8s.io"}, "endpointslices")),
@@ -166,6 +170,17 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		bind("system:node-bootstrapper", "system:node-bootstrapper", group(BootstrappersGroup)),
 		bind("system:coredns", "system:coredns", user("system:coredns")),
 	}, components...)
+}
+
+// Roles is the default policy's namespaced roles, as Kubernetes
+// bootstraps them in kube-system.
+func Roles() []*rbacv1.Role {
+	return []*rbacv1.Role{{
+		// Extension API servers read how to trust the front proxy.
+		ObjectMeta: metav1.ObjectMeta{Name: "extension-apiserver-authentication-reader", Namespace: metav1.NamespaceSystem},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: core, Resources: []string{"configmaps"},
+			ResourceNames: []string{"extension-apiserver-authentication"}}},
+	}}
 }
 
 // Reconcile makes the default policy exist: missing roles and bindings
@@ -208,6 +223,26 @@ func Reconcile(ctx context.Context, client kubernetes.Interface) error {
 		if changed {
 			if _, err := roles.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
 				return fmt.Errorf("clusterrole %s: %w", want.Name, err)
+			}
+		}
+	}
+	for _, want := range Roles() {
+		mark(&want.ObjectMeta)
+		roles := client.RbacV1().Roles(want.Namespace)
+		have, err := roles.Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			if _, err := roles.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("role %s/%s: %w", want.Namespace, want.Name, err)
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("role %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		if ok, missing := rbacvalidation.Covers(have.Rules, want.Rules); !ok && have.Annotations[AnnAutoupdate] != "false" {
+			have.Rules = append(have.Rules, missing...)
+			if _, err := roles.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("role %s/%s: %w", want.Namespace, want.Name, err)
 			}
 		}
 	}

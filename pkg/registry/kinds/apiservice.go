@@ -14,8 +14,8 @@ import (
 
 // APIServices (apiregistration.k8s.io/v1): the group versions the API
 // serves, named <version>.<group>. minik8s publishes its own as Local
-// (served by itself); it has no aggregation layer, so an APIService
-// naming a Service is stored but not proxied to.
+// (served by itself); one naming a Service is proxied to by the
+// aggregation layer (pkg/apiserver/aggregator.go, docs/design/0041).
 func apiServices() *registry.Resource {
 	return &registry.Resource{
 		GroupVersionResource: apiregistrationv1.SchemeGroupVersion.WithResource("apiservices"), Kind: "APIService",
