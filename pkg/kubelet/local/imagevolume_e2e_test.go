@@ -137,3 +137,40 @@ func (n *node) snapshots(t *testing.T, uid string) []string {
 	}
 	return keys
 }
+
+// TestImageVolumeReleasedWhenDone: a pod that ran to completion holds
+// its image volumes no longer, before it is deleted.
+func TestImageVolumeReleasedWhenDone(t *testing.T) {
+	n := newNode(t)
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "imgdone", UID: types.UID("uid-imgdone-" + randomHex(t, 4))},
+		Spec: corev1.PodSpec{NodeName: "local-e2e", RestartPolicy: corev1.RestartPolicyNever,
+			Volumes: []corev1.Volume{{Name: "volume", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{
+				Reference: "busybox", PullPolicy: corev1.PullIfNotPresent}}}},
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"ls", "/img/bin/busybox"}, VolumeMounts: []corev1.VolumeMount{{Name: "volume", MountPath: "/img"}}}}},
+	}
+	if err := n.p.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	n.waitStatus("default", "imgdone", time.Minute, "Succeeded", func(s *corev1.PodStatus) bool { return s.Phase == corev1.PodSucceeded })
+	podDir := filepath.Join(n.cfg.RootDir, "pods", string(pod.UID))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mountinfo, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(mountinfo), podDir) && len(n.snapshots(t, string(pod.UID))) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the finished pod still holds its image volume: snapshots %v", n.snapshots(t, string(pod.UID)))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := n.p.DeletePod(ctx, withGrace(pod, 0)); err != nil {
+		t.Fatal(err)
+	}
+}
