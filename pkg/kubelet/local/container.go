@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	securejoin "github.com/cyphar/filepath-securejoin"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -119,7 +120,15 @@ func (p *Provider) containerMounts(ctx context.Context, pod *corev1.Pod, c *core
 			if err := podenv.ValidatePayloadPath(sub); err != nil {
 				return nil, fmt.Errorf("volume mount %q subPath: %w", vm.Name, err)
 			}
-			src = filepath.Join(src, sub)
+			if vol.Image != nil {
+				// An image's symlinks are the image's: resolved inside
+				// it, never to the node's files.
+				if src, err = securejoin.SecureJoin(src, sub); err != nil {
+					return nil, fmt.Errorf("volume mount %q subPath: %w", vm.Name, err)
+				}
+			} else {
+				src = filepath.Join(src, sub)
+			}
 			if _, err := os.Lstat(src); os.IsNotExist(err) {
 				if readOnly {
 					return nil, fmt.Errorf("volume mount %q: subPath %q does not exist", vm.Name, sub)

@@ -490,6 +490,10 @@ func (p *Provider) killPod(ctx context.Context, pod *corev1.Pod, uid types.UID, 
 	}
 	if uid != "" {
 		p.releaseGlusterfs(uid)
+		if err := p.unmountImageVolumes(ctx, uid); err != nil {
+			// Removing the pod's directory would go into the image.
+			return err
+		}
 		if err := p.unmountEmptyDirs(uid); err != nil {
 			// Removing the files would empty the tmpfs, not free it.
 			return err

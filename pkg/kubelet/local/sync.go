@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -159,6 +160,9 @@ func (w *podWorker) syncTerminated(ctx context.Context, pod *corev1.Pod) error {
 		// A finished pod holds its node's shared mounts no longer, nor
 		// the memory of its tmpfs volumes.
 		w.p.releaseGlusterfs(w.uid)
+		if err := w.p.unmountImageVolumes(ctx, w.uid); err != nil {
+			return err
+		}
 		if err := w.p.unmountEmptyDirs(w.uid); err != nil {
 			return err
 		}
@@ -586,7 +590,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, c *core
 // runContainer pulls c's image, creates the container configure says
 // and starts it, recording failures as its waiting state and in events.
 func (w *podWorker) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sb *runtime.ContainerStatus, configure func() (runtime.ContainerConfig, error)) bool {
-	if !w.pullImage(ctx, pod, c) {
+	if !w.pullImage(ctx, pod, c) || !w.imageVolumes(ctx, pod, c) {
 		return false
 	}
 	cfg, err := configure()
@@ -619,41 +623,49 @@ func (w *podWorker) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1
 // pullImage makes the container's image present; false (and the
 // container waits) when it is not.
 func (w *podWorker) pullImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container) bool {
-	key := string(pod.UID) + "/" + c.Image
+	return w.pull(ctx, pod, c.Name, c.Name, c.Image, pullPolicy(c))
+}
+
+// pull makes image present as policy says, with the kubelet's events
+// (about container event, "" for the pod), its back-off per image, and
+// the waiting reason of the container waiting (ErrImagePull,
+// ImagePullBackOff, ErrImageNeverPull, InvalidImageName) when it fails.
+func (w *podWorker) pull(ctx context.Context, pod *corev1.Pod, waiting, event, image string, policy corev1.PullPolicy) bool {
+	key := string(pod.UID) + "/" + image
 	b := w.p.pullBackOff
 	if b.IsInBackOffSinceUpdate(key, w.p.clock.Now()) {
-		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
-		if prev, ok := w.waiting[c.Name]; ok && prev.reason == "ErrImagePull" {
+		msg := fmt.Sprintf("Back-off pulling image %q", image)
+		if prev, ok := w.waiting[waiting]; ok && prev.reason == "ErrImagePull" {
 			msg += ": ErrImagePull: " + prev.message
 		} else if ok && prev.reason == "ImagePullBackOff" {
 			msg = prev.message
 		}
-		w.setWaiting(c.Name, "ImagePullBackOff", msg)
+		w.setWaiting(waiting, "ImagePullBackOff", msg)
 		return false
 	}
 	start := w.p.clock.Now()
-	pulled, err := w.p.rt.EnsureImage(ctx, c.Image, pullPolicy(c))
+	pulled, err := w.p.rt.EnsureImage(ctx, image, policy)
 	switch {
 	case err == nil && pulled:
 		b.DeleteEntry(key)
-		w.p.event(pod, c.Name, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %v", c.Image, w.p.clock.Since(start).Round(time.Millisecond))
+		w.p.event(pod, event, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %v", image, w.p.clock.Since(start).Round(time.Millisecond))
 		return true
 	case err == nil:
 		b.DeleteEntry(key)
-		w.p.event(pod, c.Name, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+		w.p.event(pod, event, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", image)
 		return true
 	case ctx.Err() != nil:
 		return false
 	case errors.Is(err, runtime.ErrImageNeverPull):
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		w.setWaiting(c.Name, "ErrImageNeverPull", msg)
-		w.p.event(pod, c.Name, corev1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
+		w.setWaiting(waiting, "ErrImageNeverPull", msg)
+		w.p.event(pod, event, corev1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
 	case errors.Is(err, runtime.ErrInvalidImageName):
-		w.setWaiting(c.Name, "InvalidImageName", err.Error())
-		w.p.event(pod, c.Name, corev1.EventTypeWarning, "InspectFailed", "%v", err)
+		w.setWaiting(waiting, "InvalidImageName", err.Error())
+		w.p.event(pod, event, corev1.EventTypeWarning, "InspectFailed", "%v", err)
 	default:
-		w.setWaiting(c.Name, "ErrImagePull", err.Error())
-		w.p.event(pod, c.Name, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+		w.setWaiting(waiting, "ErrImagePull", err.Error())
+		w.p.event(pod, event, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", image, err)
 		b.Next(key, w.p.clock.Now())
 	}
 	return false
@@ -661,11 +673,18 @@ func (w *podWorker) pullImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 
 // pullPolicy is the container's policy, defaulted as the API does.
 func pullPolicy(c *corev1.Container) corev1.PullPolicy {
-	if c.ImagePullPolicy != "" {
-		return c.ImagePullPolicy
+	return defaultPullPolicy(c.Image, c.ImagePullPolicy)
+}
+
+// defaultPullPolicy is policy, or when it is empty the API's default for
+// image: Always for :latest or no tag, IfNotPresent otherwise (a
+// container's imagePullPolicy and an image volume's pullPolicy alike).
+func defaultPullPolicy(image string, policy corev1.PullPolicy) corev1.PullPolicy {
+	if policy != "" {
+		return policy
 	}
-	ref, err := runtime.NormalizeImage(c.Image)
-	if err != nil || len(ref) > 7 && ref[len(ref)-7:] == ":latest" {
+	ref, err := runtime.NormalizeImage(image)
+	if err != nil || strings.HasSuffix(ref, ":latest") {
 		return corev1.PullAlways
 	}
 	return corev1.PullIfNotPresent

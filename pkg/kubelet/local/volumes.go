@@ -95,8 +95,12 @@ func (p *Provider) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.V
 			return err
 		}
 		return p.claimOwnership(ctx, pod, v, path, *gid)
+	case src.Image != nil:
+		// Pulled and mounted as the containers that mount it start
+		// (imagevolume.go), as the kubelet pulls container images.
+		return nil
 	}
-	return errors.New("unsupported volume type on this node (emptyDir, hostPath, configMap, secret, downwardAPI, projected and persistentVolumeClaim of hostPath, local or glusterfs volumes are)")
+	return errors.New("unsupported volume type on this node (emptyDir, hostPath, configMap, secret, downwardAPI, projected, image and persistentVolumeClaim of hostPath, local or glusterfs volumes are)")
 }
 
 // writeVolumeFiles writes a configMap, secret, downwardAPI or projected
@@ -221,6 +225,8 @@ func (p *Provider) volumeSource(ctx context.Context, pod *corev1.Pod, v *corev1.
 	case src.PersistentVolumeClaim != nil:
 		path, err := p.claimPath(ctx, pod, src.PersistentVolumeClaim.ClaimName)
 		return path, src.PersistentVolumeClaim.ReadOnly, err
+	case src.Image != nil:
+		return p.volumeDir(pod.UID, pluginImage, v.Name), true, nil
 	}
 	return "", false, fmt.Errorf("volume %q: unsupported volume type", v.Name)
 }

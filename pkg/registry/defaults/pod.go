@@ -215,6 +215,14 @@ func defaultVolume(v *corev1.Volume) {
 	if src.Ephemeral != nil && src.Ephemeral.VolumeClaimTemplate != nil {
 		defaultPersistentVolumeClaimSpec(&src.Ephemeral.VolumeClaimTemplate.Spec)
 	}
+	if src.Image != nil && src.Image.PullPolicy == "" {
+		// As a container's imagePullPolicy.
+		if imageTag(src.Image.Reference) == "latest" {
+			src.Image.PullPolicy = corev1.PullAlways
+		} else {
+			src.Image.PullPolicy = corev1.PullIfNotPresent
+		}
+	}
 	if src.ISCSI != nil && src.ISCSI.ISCSIInterface == "" {
 		src.ISCSI.ISCSIInterface = "default"
 	}

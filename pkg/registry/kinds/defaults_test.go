@@ -68,6 +68,8 @@ func TestDefault(t *testing.T) {
 						}}},
 						{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}},
 						{Name: "hp", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp"}}},
+						{Name: "img", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "quay.io/crio/artifact:v2"}}},
+						{Name: "img-latest", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox"}}},
 					},
 				},
 			},
@@ -103,6 +105,8 @@ func TestDefault(t *testing.T) {
 				expect(t, "configMap defaultMode", *s.Volumes[1].ConfigMap.DefaultMode, int32(420))
 				expect(t, "secret defaultMode", *s.Volumes[2].Secret.DefaultMode, int32(420))
 				expect(t, "hostPath type", *s.Volumes[3].HostPath.Type, corev1.HostPathUnset)
+				expect(t, "image volume pullPolicy tagged", s.Volumes[4].Image.PullPolicy, corev1.PullIfNotPresent)
+				expect(t, "image volume pullPolicy untagged", s.Volumes[5].Image.PullPolicy, corev1.PullAlways)
 				expect(t, "phase", p.Status.Phase, corev1.PodPending)
 				expect(t, "qos", p.Status.QOSClass, corev1.PodQOSBurstable)
 			},
