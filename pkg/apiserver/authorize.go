@@ -9,6 +9,7 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -70,6 +71,17 @@ func attributesOf(r *http.Request, info requestInfo, u *authn.User) authz.Attrib
 	a.IsResource, a.Verb = true, info.Verb
 	a.APIGroup, a.APIVersion, a.Namespace = info.Group, info.Version, info.Namespace
 	a.Resource, a.Subresource, a.Name = info.Resource, info.Subresource, info.Name
+	if a.Name == "" && (a.Verb == "list" || a.Verb == "watch") {
+		// A list or watch of one object by name is authorized as that
+		// object, as Kubernetes does: a role limited to resourceNames
+		// lets its holder watch just that object (an extension API
+		// server watches extension-apiserver-authentication so).
+		if sel, err := fields.ParseSelector(r.URL.Query().Get("fieldSelector")); err == nil {
+			if name, ok := sel.RequiresExactMatch("metadata.name"); ok {
+				a.Name = name
+			}
+		}
+	}
 	return a
 }
 

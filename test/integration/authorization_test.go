@@ -218,6 +218,32 @@ func TestAuthorizationRBAC(t *testing.T) {
 		Rules: []rbacv1.PolicyRule{{Verbs: []string{"*"}, APIGroups: []string{""}, Resources: []string{"secrets"}}}}, metav1.CreateOptions{})
 	wantForbidden(t, "alice creates a Role over Secrets", err)
 
+	// A Role limited by resourceNames: get, and list or watch with a
+	// metadata.name field selector, of that one object, not of the rest.
+	named := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "one-configmap", Namespace: "team"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""},
+			Resources: []string{"configmaps"}, ResourceNames: []string{"settings"}}}}
+	if _, err := c.client.RbacV1().Roles("team").Create(ctx, named, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	carol := clientAs(t, c, "carol")
+	bind("carol-one", "team", "Role", "one-configmap", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "carol"})
+	byName := metav1.ListOptions{FieldSelector: "metadata.name=settings"}
+	waitAllowed(t, "carol lists the ConfigMap her Role names", func() error {
+		_, err := carol.CoreV1().ConfigMaps("team").List(ctx, byName)
+		return err
+	})
+	w, err := carol.CoreV1().ConfigMaps("team").Watch(ctx, byName)
+	if err != nil {
+		t.Errorf("carol watches the ConfigMap her Role names: %v", err)
+	} else {
+		w.Stop()
+	}
+	_, err = carol.CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
+	wantForbidden(t, "carol lists every ConfigMap", err, `cannot list resource "configmaps"`)
+	_, err = carol.CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=other"})
+	wantForbidden(t, "carol lists another ConfigMap by name", err)
+
 	// Non-resource paths and anonymous requests.
 	anon := &http.Client{Transport: anonTransport(t, c), Timeout: 10 * time.Second}
 	for path, want := range map[string]int{"/healthz": 200, "/version": 200, "/api/v1/namespaces/team/pods": 401, "/apis": 401} {
