@@ -24,7 +24,7 @@
 #   CONTAINERD      containerd socket    (default /run/containerd/containerd.sock)
 #   FOCUS, SKIP     spec selection, Go regexps       (default '\[Conformance\]')
 #   PROCS           specs run at once              (default: 2 per CPU, 4 to 12)
-#   SPEC_TIMEOUT    seconds per spec                              (default 300)
+#   SPEC_TIMEOUT    seconds per spec                              (default 700)
 #   OUT             reports of the run   (default _output/conformance/run-<stamp>)
 #   KEEP=1          leave the cluster running after `all`
 set -euo pipefail
@@ -41,7 +41,7 @@ PORT=${PORT:-6443}
 CONTAINERD=${CONTAINERD:-/run/containerd/containerd.sock}
 FOCUS=${FOCUS:-'\[Conformance\]'}
 SKIP=${SKIP:-}
-SPEC_TIMEOUT=${SPEC_TIMEOUT:-300}
+SPEC_TIMEOUT=${SPEC_TIMEOUT:-700}
 if [ -z "${PROCS:-}" ]; then
 	PROCS=$(($(nproc) * 2))
 	[ "$PROCS" -ge 4 ] || PROCS=4
