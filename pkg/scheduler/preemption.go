@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Preemption, as kube-scheduler's DefaultPreemption: a pod that fits no
@@ -24,9 +25,12 @@ import (
 // when they are gone. While victims on its nominated node terminate, a
 // pod preempts nothing more.
 //
-// Unlike kube-scheduler, PodDisruptionBudgets do not order candidates,
-// and a nominated pod does not reserve its room from pods of lower
-// priority scheduled in the meantime.
+// A nominated pod holds its room: pods of no higher priority are
+// filtered as if it already ran on its nominated node, so that the
+// replacements its victims' controllers make do not take the room back
+// (and get preempted in turn, without end).
+//
+// Unlike kube-scheduler, PodDisruptionBudgets do not order candidates.
 
 // Reasons and messages of preemption, as Kubernetes spells them.
 const (
@@ -190,4 +194,41 @@ func (s *Scheduler) preempt(ctx context.Context, info *PodInfo, nodes []*NodeInf
 		}
 		s.recorder.Eventf(victim, v1.EventTypeNormal, EventPreempted, "Preempted by pod %s on node %s", pod.UID, node)
 	}
+}
+
+// withNominated is nodes as pod must see them: where pods of at least
+// its priority are nominated, a copy of the node that counts them as
+// running there, as kube-scheduler filters with nominated pods.
+func (s *Scheduler) withNominated(pod *v1.Pod, nodes []*NodeInfo) []*NodeInfo {
+	self, prio := podKey(pod), podPriority(pod)
+	s.mu.Lock()
+	byNode := map[string][]*v1.Pod{}
+	for key, node := range s.nominated {
+		if key == self {
+			continue
+		}
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		p, err := s.pods.Pods(ns).Get(name)
+		if err != nil || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || podPriority(p) < prio {
+			continue // gone, bound (counted already), or of lower priority
+		}
+		byNode[node] = append(byNode[node], p)
+	}
+	s.mu.Unlock()
+	if len(byNode) == 0 {
+		return nodes
+	}
+	out := make([]*NodeInfo, len(nodes))
+	for i, n := range nodes {
+		out[i] = n
+		if n.Node == nil || len(byNode[n.Node.Name]) == 0 {
+			continue
+		}
+		c := n.clone()
+		for _, p := range byNode[n.Node.Name] {
+			c.addPod(NewPodInfo(p))
+		}
+		out[i] = c
+	}
+	return out
 }

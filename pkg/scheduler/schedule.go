@@ -61,7 +61,7 @@ func (s *Scheduler) attempt(ctx context.Context, q workqueue.TypedRateLimitingIn
 	s.mu.Unlock()
 
 	info := NewPodInfo(pod)
-	nodes := s.cache.updateSnapshot(&s.snap)
+	nodes := s.withNominated(pod, s.cache.updateSnapshot(&s.snap))
 	node, err := s.profile.schedule(info, nodes, s.rnd)
 	if err != nil {
 		var fe *FitError

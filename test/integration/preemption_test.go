@@ -106,11 +106,19 @@ func TestSchedulerPreemption(t *testing.T) {
 	if got, err := pods.Get(ctx, "high", metav1.GetOptions{}); err != nil || got.Status.NominatedNodeName != "preempt-node" && got.Spec.NodeName == "" {
 		t.Errorf("preemptor: %v, nominatedNodeName %q", err, got.Status.NominatedNodeName)
 	}
+	// The victim's replacement, as its ReplicaSet would make it, may not
+	// take the room the preemptor was nominated to.
+	if _, err := pods.Create(ctx, schedPod(ns, "low-3", "1", withClass("low")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := pods.Delete(ctx, victim.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	if got := schedWaitBound(t, ctx, c, ns, "high", 30*time.Second); got.Spec.NodeName != "preempt-node" {
 		t.Errorf("preemptor bound to %q", got.Spec.NodeName)
+	}
+	if p, err := pods.Get(ctx, "low-3", metav1.GetOptions{}); err != nil || p.Spec.NodeName != "" {
+		t.Errorf("the replacement took the preemptor's room: %v, bound to %q", err, p.Spec.NodeName)
 	}
 	if p, err := pods.Get(ctx, "low-1", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
 		t.Errorf("low-1 was preempted too (%v)", err)
