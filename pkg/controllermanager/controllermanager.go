@@ -131,6 +131,9 @@ var controllers = []struct {
 		}
 		return startOf(certificates.NewSigner(kc, cfg.CA, certificates.SignerConfig{}))
 	}},
+	{"csrcleaner", "certificate-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
+		return startOf(certificates.NewCleaner(kc, certificates.Config{}))
+	}},
 	{"replicaset", "replicaset-controller", func(kc *kit.Context, _ *Config) (startFunc, error) {
 		return startOf(replicaset.New(kc, replicaset.DefaultConfig()))
 	}},

@@ -66,8 +66,8 @@ func ControllerRoles() map[string][]rbacv1.PolicyRule {
 			rule([]string{"update", "patch"}, core, "pods/status"),
 			eventsRule(),
 		},
-		"certificate-controller": { // csrapproving and csrsigning
-			rule([]string{"get", "list", "watch", "delete"}, []string{"certificates.k8s.io"}, "certificatesigningrequests"),
+		"certificate-controller": { // csrapproving, csrsigning and csrcleaner
+			rule([]string{"get", "list", "watch", "delete"}, []string{"certificates.k8s.io"}, "certificatesigningrequests", "podcertificaterequests"),
 			rule([]string{"update"}, []string{"certificates.k8s.io"}, "certificatesigningrequests/approval", "certificatesigningrequests/status"),
 			{Verbs: []string{"approve"}, APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"},
 				ResourceNames: []string{"kubernetes.io/kube-apiserver-client-kubelet"}},

@@ -1,4 +1,4 @@
-// Package certificates runs the two CertificateSigningRequest controllers of
+// Package certificates runs the CertificateSigningRequest controllers of
 // Kubernetes' kube-controller-manager that TLS bootstrap needs:
 //
 //   - the approver ("csrapproving") approves, through /approval, the CSRs
@@ -12,8 +12,13 @@
 //     approved CSRs for kubernetes.io/kube-apiserver-client-kubelet and
 //     kubernetes.io/kube-apiserver-client with the cluster CA, or marks them
 //     Failed when the request does not fit the signer.
+//   - the cleaner ("csrcleaner") deletes CSRs an hour after they were
+//     issued, denied or failed (or once their certificate expired), a day
+//     after they were made while pending, and PodCertificateRequests 15
+//     minutes after they were made, as kube-controller-manager's csrcleaner
+//     and PodCertificateRequest cleaner do.
 //
-// Both read CSRs through an informer and write through the API with
+// They read requests through informers and write through the API with
 // optimistic concurrency (a conflict requeues). They hold no state of
 // their own, so running them twice is harmless.
 package certificates
