@@ -57,6 +57,12 @@ type Config struct {
 	// — e.g. the node lifecycle controller marked the node Unknown while it
 	// was cut off (default 10s).
 	NodeStatusCheckInterval time.Duration
+	// AdmitPods checks each pod about to start against the Node and the
+	// pods the provider runs (resources, host ports, node affinity), as
+	// Kubernetes' kubelet admits pods. Providers that queue pods
+	// themselves (Slurm keeps a job too big for its partition Pending)
+	// leave it off, as virtual-kubelet does.
+	AdmitPods bool
 	// Workers is how many pods are synced at once (default 4).
 	Workers int
 	Clock   clock.WithTicker
@@ -261,10 +267,12 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	}
 	switch {
 	case running == nil && !terminal(pod.Status.Phase):
-		if reason, message, err := k.admitPod(ctx, pod); err != nil {
-			return err
-		} else if reason != "" {
-			return k.rejectPod(ctx, pod, reason, message)
+		if k.cfg.AdmitPods {
+			if reason, message, err := k.admitPod(ctx, pod); err != nil {
+				return err
+			} else if reason != "" {
+				return k.rejectPod(ctx, pod, reason, message)
+			}
 		}
 		if a, ok := k.cfg.Provider.(PodAdmitter); ok {
 			if reason, message := a.AdmitPod(pod); reason != "" {

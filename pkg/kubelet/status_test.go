@@ -180,7 +180,7 @@ func TestKubeletRejectsAPodThatDoesNotFit(t *testing.T) {
 		corev1.ResourcePods: resource.MustParse("110")}}}
 	provider := &busyNode{other: other}
 	client := fake.NewClientset(api, node)
-	k, err := New(Config{Client: client, NodeName: "n", Provider: provider, Logger: slog.New(slog.DiscardHandler)})
+	k, err := New(Config{Client: client, NodeName: "n", Provider: provider, AdmitPods: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -237,7 +237,7 @@ func runKubelet(ctx context.Context, cfg Config, client kubernetes.Interface, ad
 	}
 	defer provider.Close()
 	k, err := kubelet.New(kubelet.Config{
-		Client: client, NodeName: cfg.NodeName, Provider: provider, Labels: cfg.Labels,
+		Client: client, NodeName: cfg.NodeName, Provider: provider, Labels: cfg.Labels, AdmitPods: true,
 		ServerAddress: cfg.KubeletAddress, ClientCA: cfg.ClientCA, LeaseDuration: cfg.LeaseDuration, Logger: log,
 		Listen: func(proto, address string) (ln net.Listener, err error) {
 			err = network.InNetNS(cfg.HostNetNS, func() error {
